@@ -1,0 +1,160 @@
+"""The tool base class and the result envelope.
+
+A tool is one small class: a declarative schema (``name``, ``description``, ``input_parameters``,
+``output_parameters``: the upstream prompt data, byte-exact), an optional ``database``, a ``run``
+method holding the tool's own logic, and ``check``, the benchmark's correctness check.
+
+Two kinds of failure are kept apart, as upstream does:
+
+* a *rejection* (:class:`CallRejected`) happens before the tool runs: unknown tool, undeclared or
+  badly typed parameter, missing argument. It produces no result envelope.
+* a *tool failure* happens inside ``run``. Upstream tools catch every error raised by their own
+  logic and report its text in the envelope's ``exception`` field; :meth:`Tool.execute` does the
+  same, so ``run`` simply raises (:class:`ToolError` for deliberate failures).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from .environment import Session
+
+Record = dict[str, Any]
+
+
+class ToolError(Exception):
+    """A deliberate failure of a tool; its text becomes the envelope's ``exception``."""
+
+
+class CallRejected(Exception):
+    """The call never reached the tool (upstream raised outside the tool's catch-all).
+
+    ``kind`` is one of ``unknown_tool``, ``invalid_parameter_name``, ``invalid_parameter_type``,
+    ``invalid_value`` (the original evaluator crashed on it) and ``missing_argument``. The message
+    is upstream's text.
+    """
+
+    def __init__(self, kind: str, message: str, parameter: str | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.parameter = parameter
+
+
+class CallTimeout(BaseException):
+    """A call ran past its time budget. A BaseException so that no tool catch-all swallows it."""
+
+
+def missing_argument_message(missing: list[str]) -> str:
+    """CPython's text for a call that lacks required keyword-passable arguments."""
+    quoted = [f"'{name}'" for name in missing]
+    if len(quoted) == 1:
+        names = quoted[0]
+    elif len(quoted) == 2:
+        names = f"{quoted[0]} and {quoted[1]}"
+    else:
+        names = ", ".join(quoted[:-1]) + f", and {quoted[-1]}"
+    plural = "argument" if len(missing) == 1 else "arguments"
+    return f"call() missing {len(missing)} required positional {plural}: {names}"
+
+
+class Tool:
+    """Base class of every API-Bank tool. Subclasses are registered in a :class:`ToolSet`."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    input_parameters: ClassVar[dict[str, dict[str, str]]]
+    output_parameters: ClassVar[dict[str, dict[str, str]]]
+    # init_database/<database>.json, shared by every tool of a session that names the same file.
+    database: ClassVar[str | None] = None
+    # Parameters with a default in upstream's call signature (all others are required).
+    defaults: ClassVar[dict[str, Any]] = {}
+    # CheckToken, DeleteAccount, ForgotPassword and RegisterUser envelopes lack ``api_name``.
+    envelope_has_api_name: ClassVar[bool] = True
+    # Upstream module file name, which fixes the ToolSearcher catalogue order.
+    module_name: ClassVar[str] = ""
+
+    def __init__(self, session: "Session") -> None:
+        self.session = session
+
+    # ----------------------------------------------------------------------------- execution
+    def execute(self, arguments: dict[str, Any]) -> Record:
+        """Run with already-coerced ``arguments`` and return the result envelope."""
+        missing = [p for p in self.input_parameters if p not in arguments and p not in self.defaults]
+        if missing:
+            raise CallRejected("missing_argument", missing_argument_message(missing), missing[0])
+        values = {**self.defaults, **arguments}
+        record: Record = {}
+        if self.envelope_has_api_name:
+            record["api_name"] = self.name
+        record["input"] = self.echo_input(values)
+        try:
+            output = self.run(**values)
+        except Exception as error:  # upstream tools report every failure of their own logic
+            record["output"] = None
+            record["exception"] = str(error)
+        else:
+            record["output"] = output
+            record["exception"] = None
+        return record
+
+    def echo_input(self, values: dict[str, Any]) -> Any:
+        """The envelope's ``input``: declared parameters in declaration order, values as received."""
+        return {p: values[p] for p in self.input_parameters if p in values}
+
+    def run(self, **arguments: Any) -> Any:
+        raise NotImplementedError
+
+    def adopt(self, executed: Record, recorded: Record) -> None:
+        """After replaying a gold call, make this session's state match the recorded result.
+
+        Only tools whose results carry random values (appointment ids, registration tokens)
+        override this: the replayed call produced a fresh random value, and later calls of the
+        dialogue refer to the recorded one.
+        """
+
+    # ------------------------------------------------------------------------------ judging
+    @classmethod
+    def check(cls, response: Record, gold: Record) -> bool:
+        """The original benchmark's check, quirks included (it may edit the records in place)."""
+        raise NotImplementedError
+
+    @classmethod
+    def check_corrected(cls, response: Record, gold: Record) -> bool:
+        """The check without upstream's judging bugs. Never edits its arguments.
+
+        By default: the original check on private copies, with a missing key meaning "incorrect".
+        Tools whose original check has a real bug override this.
+        """
+        try:
+            return bool(cls.check(copy.deepcopy(response), copy.deepcopy(gold)))
+        except KeyError:
+            return False
+
+    # ------------------------------------------------------------------------------ schema
+    @classmethod
+    def descriptor(cls) -> dict[str, Any]:
+        """The upstream description object, keys in upstream order."""
+        return {
+            "name": cls.name,
+            "description": cls.description,
+            "input_parameters": cls.input_parameters,
+            "output_parameters": cls.output_parameters,
+        }
+
+    @classmethod
+    def required_parameters(cls) -> list[str]:
+        return [p for p in cls.input_parameters if p not in cls.defaults]
+
+
+# ---------------------------------------------------------------------------------- check helpers
+def fields_equal(response: Record, gold: Record, *keys: str) -> bool:
+    """True when every named top-level envelope field is equal (``output``, ``exception``, ``input``)."""
+    return all(response[key] == gold[key] for key in keys)
+
+
+def assert_same_api(response: Record, gold: Record) -> None:
+    """The 'name assert' some upstream checks start with."""
+    if response["api_name"] != gold["api_name"]:
+        raise AssertionError("The API name is not correct.")

@@ -1,0 +1,13 @@
+"""`apibank score`: not implemented yet."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    pass
+
+
+def run(args: argparse.Namespace) -> int:
+    raise SystemExit("apibank score: not implemented yet")
