@@ -49,3 +49,11 @@ def similar(a: str, b: str) -> bool:
 def split_camel_case(name: str) -> str:
     """``QueryMeeting`` -> ``query meeting``: a space before each capital, lower-cased, trimmed."""
     return "".join(f" {c.lower()}" if c.isupper() else c for c in name).strip()
+
+
+def space_before_capitals(keywords: str) -> str:
+    """The level-3 evaluator's ToolSearcher keyword rewrite: ``QueryMeeting`` -> ``Query Meeting``.
+
+    A space goes before every capital, case is kept, the ends are trimmed (``AI`` -> ``A I``).
+    """
+    return "".join(f" {c}" if c.isupper() else c for c in keywords).strip()
