@@ -1,0 +1,36 @@
+from typing import Any
+
+from ..base import Record, assert_same_api
+from ..registry import LEVEL_3
+from ._common import Level3Tool
+
+RESTAURANTS = (
+    ((40.7128, 74.0060), "Restaurant A"),
+    ((37.7749, 122.4194), "Restaurant B"),
+    ((40.7128, 74.0060), "Restaurant C"),
+    ((37.7749, 122.4194), "Restaurant D"),
+)
+
+
+@LEVEL_3.register
+class NearbyRestaurants(Level3Tool):
+    name = "NearbyRestaurants"
+    description = "Retrieves nearby restaurants based on the provided coordinates and search parameters."
+    input_parameters = {
+        "latitude": {"type": "float", "description": "Latitude of the location."},
+        "longitude": {"type": "float", "description": "Longitude of the location."},
+        "distance": {
+            "type": "int",
+            "description": "The distance in meters from the location to search for restaurants.",
+        },
+    }
+    output_parameters = {"restaurants": {"type": "list", "description": "A list of nearby restaurants."}}
+
+    def run(self, latitude: Any, longitude: Any, distance: Any) -> dict[str, list[dict[str, Any]]]:
+        # Upstream ignores its arguments. Coordinates stay tuples as upstream holds them (JSON: arrays).
+        return {"restaurants": [{"coordinates": place, "name": name} for place, name in RESTAURANTS]}
+
+    @classmethod
+    def check(cls, response: Record, gold: Record) -> bool:
+        assert_same_api(response, gold)
+        return response["input"] == gold["input"]
