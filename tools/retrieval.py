@@ -21,7 +21,6 @@ from __future__ import annotations
 import copy
 import os
 import threading
-from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, Sequence, runtime_checkable
@@ -223,20 +222,28 @@ class Retriever:
         return strict_best(self.scores(keywords, documents))
 
 
-@lru_cache(maxsize=None)
 def _backend(spec: str) -> EmbeddingBackend:
     kind, _, argument = spec.partition(":")
-    if kind == "onnx":
+    if kind == "onnx" and not argument:
         return OnnxMiniLMBackend()
     if kind == "sentence-transformers":
         return SentenceTransformerBackend(argument or HUB_MODEL_ID)
     raise ValueError(f"unknown ToolSearcher backend {spec!r}; use 'onnx' or 'sentence-transformers[:MODEL]'")
 
 
-@lru_cache(maxsize=None)
+_RETRIEVERS: dict[str, Retriever] = {}
+_RETRIEVERS_LOCK = threading.Lock()
+
+
 def retriever_for(spec: str = "onnx") -> Retriever:
-    """The process-wide retriever of a backend: ``onnx`` or ``sentence-transformers[:MODEL_OR_PATH]``."""
-    return Retriever(_backend(spec))
+    """The process-wide retriever of a backend: ``onnx`` or ``sentence-transformers[:MODEL_OR_PATH]``.
+
+    The backend is loaded on the first request for ``spec`` and shared by every later one.
+    """
+    with _RETRIEVERS_LOCK:
+        if spec not in _RETRIEVERS:
+            _RETRIEVERS[spec] = Retriever(_backend(spec))
+        return _RETRIEVERS[spec]
 
 
 def default_retriever() -> Retriever:
