@@ -396,7 +396,9 @@ def _iter_level3(source: Source) -> Iterator[dict[str, Any]]:
         for kind, path in LEVEL_3_STEP_FILES.items()
     }
     revision = manifest().commit
-    tool_searcher = [{"name": "ToolSearcher", "description": describe("level-3", "ToolSearcher", TOOL_SEARCHER_LINE)}]
+    # The level-3 prompts show ToolSearcher in the level-1/2 (``apis/``) wording; the level-3 tool's
+    # own description differs ("keyword" for "keywords"), so the offered line comes from level 1/2.
+    tool_searcher = [{"name": "ToolSearcher", "description": describe("level-1-2", "ToolSearcher", TOOL_SEARCHER_LINE)}]
     expected_api_keys = {(s, a) for s, d in enumerate(dialogues) for a in range(len(d["apis"]))}
     expected_response_keys = {(s, len(d["apis"]) - 1) for s, d in enumerate(dialogues)}
     for kind, keys in (("api", expected_api_keys), ("icl", expected_api_keys), ("response", expected_response_keys)):
