@@ -1,0 +1,59 @@
+"""AddMeeting: reserve a meeting for the token's owner (spec tools-a-m §AddMeeting)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..base import Record, Tool, ToolError
+from ..registry import LEVEL_1_2
+from ..text import FULL, validate
+from ._personal_records import max_based_key, meeting_check
+
+
+@LEVEL_1_2.register
+class AddMeeting(Tool):
+    """Stores the meeting exactly as received; the descriptor's length limits are not enforced.
+
+    Under the paper protocol ``attendees`` arrives as text while the recordings hold a list, so
+    a parsed prediction never equals its gold record; structured (typed) calls do.
+    """
+
+    name = "AddMeeting"
+    description = "This API allows users to make a reservation for a meeting and store the meeting information (e.g., topic, time, location, attendees) in the database."
+    input_parameters = {
+        "token": {"type": "str", "description": "User's token."},
+        "meeting_topic": {"type": "str", "description": "The title of the meeting, no more than 50 characters."},
+        "start_time": {"type": "str", "description": "The start time of the meeting, in the pattern of %Y-%m-%d %H:%M:%S"},
+        "end_time": {"type": "str", "description": "The end time of the meeting, in the pattern of %Y-%m-%d %H:%M:%S"},
+        "location": {"type": "str", "description": "The location where the meeting to be held, no more than 100 characters."},
+        "attendees": {"type": "list(str)", "description": "The attendees of the meeting, including names, positions and other information."},
+    }
+    output_parameters = {
+        "status": {"type": "str", "description": "success or failed"},
+    }
+    database = "Meeting"
+
+    def run(
+        self, token: Any, meeting_topic: Any, start_time: Any, end_time: Any, location: Any, attendees: Any
+    ) -> str:
+        validate(start_time, FULL)
+        validate(end_time, FULL)
+        if meeting_topic.strip() == "":
+            raise ToolError("Meeting Topic should not be null")
+        meetings = self.session.store("Meeting")
+        key = max_based_key(meetings)
+        username = self.session.resolve_token(token)
+        meetings[key] = {
+            "username": username,
+            "meeting_topic": meeting_topic,
+            "start_time": start_time,
+            "end_time": end_time,
+            "location": location,
+            "attendees": attendees,
+        }
+        return "success"
+
+    @classmethod
+    def check(cls, response: Record, gold: Record) -> bool:
+        """Deletes ``meeting_topic`` from both inputs: judging the same gold twice raises KeyError."""
+        return meeting_check(response, gold)
