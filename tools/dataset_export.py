@@ -23,8 +23,15 @@ from pathlib import Path
 from typing import Iterable
 
 from .hub_dataset import CONFIGS
-from .samples import TRAINING_CONFIG, TRAINING_LEVELS, present_training_levels, training_files
-from .upstream import manifest, resolve_data_dir
+from .samples import (
+    TRAINING_CONFIG,
+    TRAINING_LEVELS,
+    missing_files_message,
+    missing_local_files,
+    present_training_levels,
+    training_files,
+)
+from .upstream import UpstreamDataError, manifest, resolve_data_dir
 
 PARQUET_NAME = "{split}-00000-of-00001.parquet"
 
@@ -49,7 +56,11 @@ def choose_training_levels(
 ) -> tuple[tuple[int, ...], list[str]]:
     """The training levels to export and the notes explaining any level left out."""
     if requested is not None:
-        return tuple(sorted(set(requested))), []
+        chosen = tuple(sorted(set(requested)))
+        missing = missing_local_files([p for level in chosen for p in training_files(level)], data_dir)
+        if missing:
+            raise UpstreamDataError(missing_files_message(missing, str(resolve_data_dir(data_dir))))
+        return chosen, []
     present = present_training_levels(data_dir)
     absent = [level for level in TRAINING_LEVELS if level not in present]
     if not absent:
@@ -81,11 +92,11 @@ def export_repository(
 
     from apibank_dataset import ApiBank
 
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     levels, notes = choose_training_levels(data_dir, training_levels)
     if not levels:
         raise ValueError("no training level is available to export")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
     report = ExportReport(out=out, training_levels=levels, notes=notes)
     wanted = set(configs) if configs is not None else {spec.name for spec in CONFIGS}
 
@@ -116,7 +127,10 @@ def export_repository(
             dataset_size=arrow_bytes,
         )
 
-    card = DatasetCard(Path(card_path or default_card_path()).read_text("utf-8"))
+    card_file = Path(card_path) if card_path else default_card_path()
+    if not card_file.is_file():
+        raise UpstreamDataError(f"dataset card {card_file} not found; pass its path (--card)")
+    card = DatasetCard(card_file.read_text("utf-8"))
     card.data.pop("configs", None)
     card.data.pop("dataset_info", None)
     metadata_configs.to_dataset_card_data(card.data)
