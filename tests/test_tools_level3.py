@@ -29,9 +29,9 @@ CATALOGUE = [
 
 
 def _dialogues() -> list[dict[str, Any]]:
-    from conftest import SHARED_DATA
-
-    return json.loads((SHARED_DATA / GOLD_FILE).read_text("utf-8"))
+    # Parametrisation happens before fixtures exist: the same place as conftest's ``data_dir``.
+    shared = Path(__file__).resolve().parents[2] / "shared" / "apibank-upstream"
+    return json.loads((shared / GOLD_FILE).read_text("utf-8"))
 
 
 DIALOGUES = _dialogues()
@@ -72,6 +72,13 @@ def test_descriptors_are_the_recorded_ones_byte_for_byte():
         assert json.dumps(LEVEL_3.descriptor(name)) == recorded[name], name
 
 
+@pytest.mark.parametrize("name", CATALOGUE)
+def test_every_parameter_is_required_and_schema_exported(name):
+    schema = LEVEL_3.json_schema(name)["function"]
+    assert schema["parameters"]["required"] == list(LEVEL_3.get(name).input_parameters)
+    assert LEVEL_3.describe(name) == json.dumps(LEVEL_3.descriptor(name), ensure_ascii=True)
+
+
 # ------------------------------------------------------------------ gold calls (spec §6.2, §6.4)
 @pytest.mark.parametrize("gold", GOLD_CALLS)
 def test_gold_call_reproduces_from_fresh_state(gold, data_dir):
@@ -110,10 +117,12 @@ def test_gold_calls_through_the_paper_path(data_dir):
             tool = LEVEL_3.get(name)
             texts = {key: _parsed_as_paper_text(value) for key, value in call["input"].items()}
             executed = session.tool(name).execute(coerce_paper(tool, texts))
+            reproduced = _as_json(executed) == call["output"]
             corrected = tool.check_corrected(executed, call["output"])
             verdict = tool.check(executed, copy.deepcopy(call["output"]))
             assert corrected == verdict
             judged += 1
+            assert reproduced == verdict
             if not verdict:
                 failed.append((name, executed["exception"]))
     assert judged == 131

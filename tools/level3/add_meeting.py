@@ -1,9 +1,12 @@
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..base import Record, ToolError
 from ..registry import LEVEL_3
 from ..text import FULL, similar, validate
 from ._common import Level3Tool
+
+if TYPE_CHECKING:
+    from ..environment import Session
 
 
 @LEVEL_3.register
@@ -33,7 +36,7 @@ class AddMeeting(Level3Tool):
     }
     output_parameters = {"status": {"type": "str", "description": "success or failed"}}
 
-    def __init__(self, session) -> None:
+    def __init__(self, session: "Session") -> None:
         super().__init__(session)
         # Grows with every reservation; no level-3 tool ever reads it.
         self.meetings: list[dict[str, Any]] = []

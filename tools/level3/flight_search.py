@@ -1,9 +1,12 @@
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..registry import LEVEL_3
 from ..text import DATE, FULL, validate
 from ._common import Level3Tool
+
+if TYPE_CHECKING:
+    from ..environment import Session
 
 # (source, destination, day of the 12:00-15:00 flight)
 FLIGHTS = (
@@ -26,7 +29,7 @@ class FlightSearch(Level3Tool):
     }
     output_parameters = {"flights": {"type": "list", "description": "List of available flight options."}}
 
-    def __init__(self, session) -> None:
+    def __init__(self, session: "Session") -> None:
         super().__init__(session)
         self.flights: list[dict[str, Any]] = [
             {

@@ -1,10 +1,13 @@
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..base import Record, assert_same_api
 from ..registry import LEVEL_3
 from ..text import DATE, validate
 from ._common import Level3Tool
+
+if TYPE_CHECKING:
+    from ..environment import Session
 
 # hotel_1 .. hotel_5, all in San Francisco, one night each from 2022-01-01 on
 HOTEL_NIGHTS = (1, 2, 3, 4, 5)
@@ -21,7 +24,7 @@ class HotelAvailability(Level3Tool):
     }
     output_parameters = {"hotels": {"type": "list", "description": "List of available hotels."}}
 
-    def __init__(self, session) -> None:
+    def __init__(self, session: "Session") -> None:
         super().__init__(session)
         # Each hotel: its availability window (never changes) and the record reported to callers,
         # whose dates upstream rewrites to text in place on the first match.

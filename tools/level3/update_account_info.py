@@ -1,9 +1,12 @@
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..base import Record, ToolError, assert_same_api, fields_equal
 from ..registry import LEVEL_3
 from ._common import Level3Tool
 from .account_info import ACCOUNTS
+
+if TYPE_CHECKING:
+    from ..environment import Session
 
 
 @LEVEL_3.register
@@ -17,7 +20,7 @@ class PersonalInfoUpdate(Level3Tool):
     }
     output_parameters = {"status": {"type": "str", "description": "Success or failure"}}
 
-    def __init__(self, session) -> None:
+    def __init__(self, session: "Session") -> None:
         super().__init__(session)
         # This tool's own copy of the accounts: AccountInfo never sees an updated address.
         self.accounts = [
