@@ -133,6 +133,12 @@ def test_download_path_verifies_and_matches_local_rows(data_dir, upstream_server
     assert train.num_rows == 1245
 
 
+def test_unreachable_file_is_named(upstream_server, tmp_path):
+    # The served copy lacks the level-1/2 training files, as upstream's training set is large.
+    with pytest.raises(UpstreamDataError, match="lv1-api-train.json"):
+        _build(TRAINING_CONFIG, tmp_path)
+
+
 def test_corrupted_download_is_a_clear_error_and_not_cached(data_dir, upstream_server, tmp_path):
     path = "test-data/level-3-batch-inf.json"
     original = (data_dir / path).read_bytes()

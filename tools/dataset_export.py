@@ -129,7 +129,7 @@ def export_repository(
 
     card_file = Path(card_path) if card_path else default_card_path()
     if not card_file.is_file():
-        raise UpstreamDataError(f"dataset card {card_file} not found; pass its path (--card)")
+        raise FileNotFoundError(f"dataset card {card_file} not found; pass its path (--card)")
     card = DatasetCard(card_file.read_text("utf-8"))
     card.data.pop("configs", None)
     card.data.pop("dataset_info", None)

@@ -124,7 +124,13 @@ def resolve_files(
 
     base_url = os.environ.get(BASE_URL_ENV)
     urls = {path: manifest().url(path, base_url) for path in paths}
-    downloaded = download(urls)
+    try:
+        downloaded = download(urls)
+    except OSError as error:  # includes ConnectionError, FileNotFoundError and HF offline mode
+        raise UpstreamDataError(
+            f"could not download the API-Bank files of {config!r}: {error}\n"
+            "Pass data_dir= (a local copy of upstream api-bank/) or allow the download."
+        ) from error
     for path, cached in downloaded.items():
         data = Path(cached).read_bytes()
         try:

@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
             training_levels=args.training_levels,
             card_path=args.card,
         )
-    except UpstreamDataError as error:
+    except (UpstreamDataError, FileNotFoundError) as error:
         print(f"apibank export-dataset: {error}", file=sys.stderr)
         return 1
     for note in report.notes:
