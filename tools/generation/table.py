@@ -1,0 +1,61 @@
+"""The score table in the paper's layout: levels as columns, API-call accuracy and ROUGE-L rows, per protocol."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+LEVELS = ("level-1", "level-2", "level-3")
+PROTOCOL_ORDER = ("paper", "corrected")
+
+
+def _accuracy(cell: Mapping[str, Any] | None) -> str:
+    if not cell or not cell.get("total"):
+        return "-"
+    return f"{100 * cell['accuracy']:.2f}% ({cell['correct']}/{cell['total']})"
+
+
+def _rouge(cell: Mapping[str, Any] | None) -> str:
+    if not cell or not cell.get("count"):
+        return "-"
+    return f"{cell['rouge_l']:.4f} (n={cell['count']})"
+
+
+def score_rows(scores: Mapping[str, Any], levels: Sequence[str]) -> list[tuple[str, str, list[str]]]:
+    """(protocol, metric, one cell per level) for every protocol present in ``scores``."""
+    rows = []
+    for protocol in [p for p in PROTOCOL_ORDER if p in scores] + [
+        p for p in scores.get("protocols", {}) if p not in PROTOCOL_ORDER and p in scores
+    ]:
+        block = scores[protocol]
+        rows.append((protocol, "API call accuracy", [_accuracy(block.get(level, {}).get("api")) for level in levels]))
+        if any(block.get(level, {}).get("dialogues") for level in levels):
+            rows.append(
+                (protocol, "Dialogue accuracy", [_accuracy(block.get(level, {}).get("dialogues")) for level in levels])
+            )
+        rows.append((protocol, "Response ROUGE-L", [_rouge(block.get(level, {}).get("response")) for level in levels]))
+    return rows
+
+
+def format_table(scores: Mapping[str, Any], levels: Sequence[str] | None = None, title: str | None = None) -> str:
+    levels = [level for level in (levels or LEVELS) if any(level in scores.get(p, {}) for p in PROTOCOL_ORDER)]
+    rows = score_rows(scores, levels)
+    headers = ["protocol", "metric", *levels]
+    body = [[protocol, metric, *cells] for protocol, metric, cells in rows]
+    widths = [max(len(str(line[i])) for line in [headers, *body]) for i in range(len(headers))]
+    lines = [title] if title else []
+    lines.append("  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip())
+    lines.append("  ".join("-" * w for w in widths))
+    previous = None
+    for line in body:
+        shown = ["" if line[0] == previous else line[0], *line[1:]]
+        previous = line[0]
+        lines.append("  ".join(str(c).ljust(w) for c, w in zip(shown, widths)).rstrip())
+    return "\n".join(lines)
+
+
+def markdown_table(scores: Mapping[str, Any], levels: Sequence[str] | None = None) -> str:
+    levels = [level for level in (levels or LEVELS) if any(level in scores.get(p, {}) for p in PROTOCOL_ORDER)]
+    lines = ["| protocol | metric | " + " | ".join(levels) + " |", "|---|---|" + "---|" * len(levels)]
+    for protocol, metric, cells in score_rows(scores, levels):
+        lines.append(f"| {protocol} | {metric} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
