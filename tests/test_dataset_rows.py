@@ -285,3 +285,5 @@ def test_unknown_config_and_levels():
         required_files("level-4")
     with pytest.raises(ValueError):
         required_files(TRAINING_CONFIG, (4,))
+    with pytest.raises(ValueError):
+        required_files("level-1", (1,))

@@ -131,6 +131,8 @@ def _load_dialogue(source: Source, path: str) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------------------------------- files
 def required_files(config: str, levels: Iterable[int] | None = None) -> list[str]:
     """Every upstream path that building ``config`` reads."""
+    if levels is not None and config != TRAINING_CONFIG:
+        raise ValueError(f"levels apply to the {TRAINING_CONFIG!r} config only, not {config!r}")
     if config in DIALOGUE_LEVELS:
         spec = DIALOGUE_LEVELS[config]
         return manifest().under(spec.folder, ".jsonl") + [spec.test_file("api"), spec.test_file("response")]
