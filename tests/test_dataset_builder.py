@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import http.server
-import json
+import io
 import os
 import subprocess
 import sys
@@ -100,8 +100,6 @@ class _UpstreamHandler(http.server.SimpleHTTPRequestHandler):
         body = self._override()
         if body is None:
             return super().send_head()
-        import io
-
         self.send_response(200)
         self.send_header("Content-Type", "application/octet-stream")
         self.send_header("Content-Length", str(len(body)))
