@@ -248,13 +248,13 @@ def _offered_tools(toolset: str, names: Iterable[str], lines: Mapping[str, str])
 
 # ---------------------------------------------------------------------------------------- levels 1, 2
 @dataclass(frozen=True)
-class _Sample:
+class DialogueSample:
     sample_id: int
     kind: str
     target_position: int
 
 
-def dialogue_samples(turns: list[Mapping[str, Any]]) -> list[_Sample]:
+def dialogue_samples(turns: list[Mapping[str, Any]]) -> list[DialogueSample]:
     """The samples of one dialogue (protocol §1.2), by ascending id; User targets are dropped."""
     samples = []
     api_positions = [i for i, turn in enumerate(turns) if turn["role"] == "API"]
@@ -264,9 +264,9 @@ def dialogue_samples(turns: list[Mapping[str, Any]]) -> list[_Sample]:
                 raise UpstreamDataError(f"an API turn ends the dialogue (sample {sample_id})")
             role = turns[target]["role"]
             if role == "API":
-                samples.append(_Sample(sample_id, "api", target))
+                samples.append(DialogueSample(sample_id, "api", target))
             elif role == "AI":
-                samples.append(_Sample(sample_id, "response", target))
+                samples.append(DialogueSample(sample_id, "response", target))
     return samples
 
 
@@ -310,7 +310,7 @@ def _level12_row(
     file: str,
     turns: list[Mapping[str, Any]],
     used_names: list[str],
-    sample: _Sample,
+    sample: DialogueSample,
     record: Mapping[str, Any],
     revision: str,
 ) -> dict[str, Any]:
