@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import inspect
 import json
 import re
 from collections import Counter
@@ -108,6 +109,7 @@ def test_descriptions_match_the_benchmark_prompts(data_dir):
 @pytest.mark.parametrize("name", MINE)
 def test_schema_matches_signature(name):
     cls = LEVEL_1_2.get(name)
+    assert list(inspect.signature(cls.run).parameters) == ["self", *cls.input_parameters]
     assert set(cls.defaults) <= set(cls.input_parameters)
     assert cls.module_name == re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
@@ -298,6 +300,9 @@ TOKENIZER_CASES = [
     "dogs' toys at 10:30; yes -- [a] {b} <c> gonna wanna gotta",
     "the sustainable development",
     "",
+    "'em 'tis 'nice 'sure 're's 'x '90s ''x ' x rock 'n' roll",
+    "it is 'done.'", 'he said "end."', "(see this.)", "''x ''y",
+    "o'neil's car, don't we'd've c'mon $100 #1 @me 50% a&b a<b>c 1:2 a: b hi...there [x](y){z}",
 ]
 
 

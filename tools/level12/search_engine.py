@@ -34,8 +34,9 @@ _REWRITES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r'^"'), " `` "),
     (re.compile(r'(?<=[\s(\[{<])"'), " `` "),
     (re.compile(r"``"), " `` "),
+    (re.compile(r"(?<=[\s(\[{<])''"), " `` "),
     # a quote opening a word that is not a clitic
-    (re.compile(r"(?i)(?<![\w'])'(?!re|ve|ll|m|t|s|d|n)(?=\w)"), " ' "),
+    (re.compile(r"(?i)(?<![\w'])'(?!(?:re|ve|ll|m|t|s|d|n)\b)(?=\w)"), " ' "),
     # commas and colons split unless inside a number
     (re.compile(r"([:,])(?=[^\d]|$)"), r" \1 "),
     (re.compile(r"\.\.\."), " ... "),
@@ -44,7 +45,7 @@ _REWRITES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"--"), " -- "),
     # closing double quotes become ''
     (re.compile(r'"'), " '' "),
-    (re.compile(r"(?<=\S)''"), " '' "),
+    (re.compile(r"''"), " '' "),
     # clitics and a trailing apostrophe
     (re.compile(r"(?i)(?<=[^' ])('s|'m|'d|')(?=\s|$)"), r" \1 "),
     (re.compile(r"(?i)(?<=[^' ])('ll|'re|'ve|n't)(?=\s|$)"), r" \1 "),
@@ -83,9 +84,12 @@ def treebank_tokens(text: str) -> list[str]:
     tokens: list[str] = []
     for piece in pieces:
         if piece.startswith(".") and len(piece) > 1 and set(piece[1:]) <= set(_CLOSERS):
+            # a split-off period with the quotes/brackets that closed its sentence
             tokens.append(".")
-            piece = piece[1:]
-        padded = f" {piece} "
+            tokens.extend("''" if closer == '"' else closer for closer in piece[1:])
+            continue
+        # Only the text's first piece may match the start-of-text rules.
+        padded = f"{piece} " if not tokens else f" {piece} "
         for pattern, replacement in _REWRITES:
             padded = pattern.sub(replacement, padded)
         tokens.extend(padded.split())
