@@ -27,8 +27,10 @@ class NearbyRestaurants(Level3Tool):
     output_parameters = {"restaurants": {"type": "list", "description": "A list of nearby restaurants."}}
 
     def run(self, latitude: Any, longitude: Any, distance: Any) -> dict[str, list[dict[str, Any]]]:
-        # Upstream ignores its arguments. Coordinates stay tuples as upstream holds them (JSON: arrays).
-        return {"restaurants": [{"coordinates": place, "name": name} for place, name in RESTAURANTS]}
+        # Upstream ignores its arguments. It holds each pair as a tuple; we return lists, which is
+        # what every recorded envelope holds (JSON arrays), so results equal the gold as values.
+        # No check reads this output, so no verdict depends on the difference.
+        return {"restaurants": [{"coordinates": list(place), "name": name} for place, name in RESTAURANTS]}
 
     @classmethod
     def check(cls, response: Record, gold: Record) -> bool:
