@@ -70,8 +70,8 @@ def level12_gold_calls(data_dir: str | os.PathLike[str] | None = None) -> Iterat
                 if turn.get("role") != "API":
                     continue
                 result = turn["result"]
-                yield GoldCall(rel.rsplit("/", 1)[1], position, turn["api_name"], dict(result["input"]), result, tuple(earlier))
-                earlier.append((turn["api_name"], dict(result["input"]), result))
+                yield GoldCall(rel.rsplit("/", 1)[1], position, turn["api_name"], dict(result["input"] or {}), result, tuple(earlier))
+                earlier.append((turn["api_name"], dict(result["input"] or {}), result))
 
 
 def level3_gold_calls(data_dir: str | os.PathLike[str] | None = None) -> Iterator[GoldCall]:
