@@ -77,7 +77,10 @@ def _gold_calls(data_dir: Path):
 
 def _execute(data_dir, tool, earlier, turn):
     session = new_session("level-1-2", data_dir)
-    session.replay((t["api_name"], copy.deepcopy(t["result"]["input"]), t["result"]) for t in earlier)
+    # ToolSearcher changes no state and would load an embedding model: leave it out of replays.
+    session.replay(
+        (t["api_name"], copy.deepcopy(t["result"]["input"]), t["result"]) for t in earlier if t["api_name"] != "ToolSearcher"
+    )
     try:
         return session.call(tool, copy.deepcopy(turn["result"]["input"]), coercion="none")
     except CallRejected as rejection:
