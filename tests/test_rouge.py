@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from apibank_tools.rouge import EmptyText, needs_deep_recursion, rouge_l, rouge_score_l
+from apibank_tools.rouge import EmptyText, lcs_length, needs_deep_recursion, rouge_l, rouge_score_l
 
 VECTORS = [
     ("the cat sat", "the cat sat", 0.999999995),
@@ -102,6 +102,25 @@ def test_long_sentences_have_no_recursion_limit():
     assert not needs_deep_recursion(reference)
 
 
-def test_rouge_score_beside():
-    assert rouge_score_l("The cat sat", "the cat sat") == pytest.approx(1.0)
-    assert rouge_score_l("", "the cat") == 0.0
+def test_rouge_score_beside_matches_the_rouge_score_package(data_dir):
+    from rouge_score import rouge_scorer
+
+    scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
+    rng = random.Random(7)
+    references = _references(data_dir)
+    pairs = [(h, r) for r in references[::3] for h in _variants(rng, r, rng.choice(references))]
+    pairs += [("", "the cat"), ("...", "x"), ("The cat sat", "the cat sat")]
+    for hypothesis, reference in pairs:
+        assert rouge_score_l(hypothesis, reference) == scorer.score(reference, hypothesis)["rougeL"].fmeasure
+
+
+def test_bit_parallel_lcs_length():
+    rng = random.Random(3)
+    for _ in range(300):
+        a = [rng.choice("abcd") for _ in range(rng.randint(0, 12))]
+        b = [rng.choice("abcd") for _ in range(rng.randint(0, 12))]
+        table = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
+        for i in range(len(a)):
+            for j in range(len(b)):
+                table[i + 1][j + 1] = table[i][j] + 1 if a[i] == b[j] else max(table[i][j + 1], table[i + 1][j])
+        assert lcs_length(a, b) == table[-1][-1]

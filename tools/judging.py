@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from .base import CallRejected, CallTimeout, Record
-from .environment import PristineData, Session
+from .environment import PristineData, Session, time_limit
 from .parsing import ParseError, parse_paper, parse_typed
 from .registry import toolset
 from .retrieval import default_retriever, found_tool
@@ -156,13 +156,26 @@ class Judge:
         self.data = data
         self.retriever = retriever if isinstance(retriever, CachedRetriever) else CachedRetriever(retriever)
         self.timeout = timeout
+        self._gold_results: dict[int, tuple[dict[str, Any], Record | None]] = {}
 
     def session(self, toolset_name: str) -> Session:
-        return Session(toolset_name, self.data, retriever=self.retriever, timeout=self.timeout)
+        # One time limit per judged sample (see _bounded) instead of one per executed call: arming
+        # the interval timer costs system calls, and a sample executes up to a dozen calls.
+        return Session(toolset_name, self.data, retriever=self.retriever, timeout=None)
+
+    def _bounded(self, judge: Any, *args: Any) -> Verdict:
+        try:
+            with time_limit(self.timeout):
+                return judge(*args)
+        except CallTimeout as error:
+            return Verdict(False, TIMEOUT, error=_message(error))
 
     # ---------------------------------------------------------------------------------- paper
     def paper(self, prediction: str, reference: dict[str, Any], gold: Record) -> Verdict:
         """The original's verdict; ``gold`` is the (possibly shared, mutable) recorded gold record."""
+        return self._bounded(self._paper, prediction, reference, gold)
+
+    def _paper(self, prediction: str, reference: dict[str, Any], gold: Record) -> Verdict:
         parsed = parse_paper(prediction)
         if parsed is None:
             return Verdict(False, NO_API_CALL)
@@ -256,6 +269,10 @@ class Judge:
 
     # ------------------------------------------------------------------------------ corrected
     def corrected(self, prediction: str, reference: dict[str, Any]) -> Verdict:
+        """The corrected protocol's verdict (never edits ``reference``)."""
+        return self._bounded(self._corrected, prediction, reference)
+
+    def _corrected(self, prediction: str, reference: dict[str, Any]) -> Verdict:
         try:
             parsed = parse_typed(prediction)
         except ParseError as error:
@@ -289,10 +306,13 @@ class Judge:
             return self._failed(verdict, ABORT_EXECUTION_ERROR, error)
         verdict.result = result
         recorded = renamed_record(gold_name, gold_call["result"])
-        executed = self.execute_gold(reference)
         tool = toolset(reference["toolset"]).get(gold_name)
+        executed: Record | None = None
         try:
             correct = bool(tool.check_corrected(result, recorded))
+            # The gold call's own result in this state is only needed when the recorded one disagrees.
+            if not correct or gold_name == SEARCHER:
+                executed = self._gold_result(reference)
             if not correct and executed is not None:
                 correct = bool(tool.check_corrected(result, executed))
         except Exception as error:  # a check_corrected must not raise; count it and keep going
@@ -308,6 +328,23 @@ class Judge:
 
     def execute_gold(self, reference: dict[str, Any]) -> Record | None:
         """The gold call executed like a prediction in the same replayed state (None if rejected)."""
+        try:
+            with time_limit(self.timeout):
+                return self._gold_result(reference)
+        except CallTimeout:
+            return None
+
+    def _gold_result(self, reference: dict[str, Any]) -> Record | None:
+        # Memoised per reference object: a judge lives for one scoring run and executions are
+        # deterministic (sessions are seeded), so this only saves repeated work.
+        key = id(reference)
+        if key in self._gold_results and self._gold_results[key][0] is reference:
+            return self._gold_results[key][1]
+        executed = self._execute_gold(reference)
+        self._gold_results[key] = (reference, executed)
+        return executed
+
+    def _execute_gold(self, reference: dict[str, Any]) -> Record | None:
         gold_call = reference["gold"]
         name = gold_call["api_name"]
         arguments = renamed(name, gold_call["arguments"])
@@ -315,7 +352,9 @@ class Judge:
             arguments = {**arguments, "keywords": space_before_capitals(arguments["keywords"])}
         try:
             return self._replayed(reference).call(name, arguments, coercion="typed")
-        except (CallRejected, CallTimeout, Exception):
+        except CallRejected:
+            return None
+        except Exception:  # a tool bug must not decide a prediction's verdict; judge against the record
             return None
 
     def _replayed(self, reference: dict[str, Any]) -> Session:
@@ -340,11 +379,12 @@ def renamed(tool_name: str, arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 def renamed_record(tool_name: str, record: Record) -> Record:
-    """A private copy of a recorded result with renamed parameters in its ``input``."""
-    copied = copy.deepcopy(record)
-    if tool_name in RENAMED_PARAMETERS and isinstance(copied.get("input"), dict):
+    """The recorded result with renamed parameters in its ``input`` (a copy when anything is renamed)."""
+    if tool_name in RENAMED_PARAMETERS and isinstance(record.get("input"), dict):
+        copied = copy.deepcopy(record)
         copied["input"] = renamed(tool_name, copied["input"])
-    return copied
+        return copied
+    return record
 
 
 def _replay_calls(earlier: Iterable[dict[str, Any]]) -> Iterable[tuple[str, dict[str, Any], Record]]:

@@ -76,7 +76,6 @@ def rouge_l(hypothesis: str, reference: str) -> float:
     return _score(tuple(hypothesis_sentences), tuple(reference_sentences))
 
 
-@lru_cache(maxsize=4096)
 def _score(hypothesis_sentences: tuple[str, ...], reference_sentences: tuple[str, ...]) -> float:
     hypothesis_tokens = [sentence.split(" ") for sentence in hypothesis_sentences]
     reference_tokens = [sentence.split(" ") for sentence in reference_sentences]
@@ -102,12 +101,40 @@ def needs_deep_recursion(hypothesis: str) -> bool:
 
 
 @lru_cache(maxsize=1)
-def _rouge_score_scorer() -> Any:
-    from rouge_score import rouge_scorer
+def _rouge_score_tokenizer() -> Any:
+    from rouge_score import tokenizers
 
-    return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
+    return tokenizers.DefaultTokenizer(use_stemmer=False)
+
+
+def lcs_length(a: list[str], b: list[str]) -> int:
+    """Length of a longest common subsequence, bit-parallel (one big-integer step per token of ``b``)."""
+    if not a or not b:
+        return 0
+    masks: dict[str, int] = {}
+    for position, token in enumerate(a):
+        masks[token] = masks.get(token, 0) | (1 << position)
+    full = (1 << len(a)) - 1
+    row = full
+    for token in b:
+        matches = row & masks.get(token, 0)
+        row = ((row + matches) | (row - matches)) & full
+    return len(a) - bin(row).count("1")
 
 
 def rouge_score_l(hypothesis: str, reference: str) -> float:
-    """rouge-score's ``rougeL`` F (lower-cased alphanumeric tokens, LCS over whole texts)."""
-    return float(_rouge_score_scorer().score(reference, hypothesis)["rougeL"].fmeasure)
+    """rouge-score's ``rougeL`` F (stemming off): its own tokenizer, LCS over whole texts.
+
+    The package fills a full LCS table in Python; the length alone is all its F needs, and the
+    bit-parallel length is the same integer (``tests/test_rouge.py`` compares with the package).
+    """
+    tokenize = _rouge_score_tokenizer().tokenize
+    target, prediction = tokenize(reference), tokenize(hypothesis)
+    if not target or not prediction:
+        return 0.0
+    length = lcs_length(target, prediction)
+    precision = length / len(prediction)
+    recall = length / len(target)
+    if precision + recall > 0:
+        return 2 * precision * recall / (precision + recall)
+    return 0.0
