@@ -18,8 +18,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="Hub model id, local path, endpoint model name, or 'oracle'")
     parser.add_argument("--levels", nargs="+", default=None, metavar="LEVEL",
                         help="levels to run: 1 2 3 or level-1 ... (default: all)")
-    parser.add_argument("--format", dest="fmt", choices=FORMATS, default="chat",
-                        help="prompt format (default: chat)")
+    parser.add_argument("--format", dest="fmt", choices=FORMATS, default=None,
+                        help="prompt format (default: chat; paper for --model oracle)")
     parser.add_argument("--backend", choices=BACKENDS, default="transformers")
     parser.add_argument("--limit", type=int, default=None,
                         help="at most N API-call rows and N response rows per level (a quick subset)")
@@ -78,11 +78,12 @@ def backend_options(args: argparse.Namespace) -> dict:
 def run(args: argparse.Namespace) -> int:
     from ..generation.evaluation import evaluate, results_table
 
-    output = Path(args.output) if args.output else default_output(args.model, args.fmt)
+    fmt = args.fmt or ("paper" if args.model == "oracle" else "chat")
+    output = Path(args.output) if args.output else default_output(args.model, fmt)
     results = evaluate(
         args.model,
         levels=args.levels,
-        fmt=args.fmt,
+        fmt=fmt,
         backend=args.backend,
         limit=args.limit,
         output_dir=output,

@@ -28,12 +28,13 @@ EVAL_RESULTS_FILE = ".eval_results/api-bank.yaml"
 EVALUATION_FRAMEWORK = "apibank"
 
 BENCHMARK_DESCRIPTION = (
-    "API-Bank (Li et al., EMNLP 2023) tests tool-augmented LLMs on 314 dialogues with 753 API calls "
-    "over 73 executable tools. Level 1 asks for the next API call given the tool descriptions, level 2 "
-    "requires finding the tool with a ToolSearcher first, level 3 chains several calls to meet a "
-    "one-sentence requirement. Predicted calls are executed against re-implemented tools and judged "
-    "as the original evaluators do (paper protocol) or with their judging bugs fixed (corrected "
-    "protocol); responses are scored with ROUGE-L."
+    "API-Bank (Li et al., EMNLP 2023) evaluates tool-augmented LLMs with executable APIs. Level 1 (399 "
+    "API-call and 375 response samples) asks for the next API call given the tool descriptions; level 2 "
+    "(135 + 103) requires finding the tool with a ToolSearcher first; level 3 (245 calls in 50 dialogues, "
+    "50 responses) chains several calls to meet a one-sentence requirement. Predicted calls are executed "
+    "against re-implemented tools (53 level-1/2 tools, 22 level-3 tools) and judged as the original "
+    "evaluators do (paper protocol) or with their judging bugs fixed (corrected protocol); responses are "
+    "scored with ROUGE-L."
 )
 
 # task id -> (config, kind of score, label)

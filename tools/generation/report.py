@@ -83,6 +83,8 @@ def _plot_errors(scores, levels, protocols, path: Path) -> None:
         ax.set_ylabel("API-call samples")
         if categories:
             ax.legend(fontsize=6)
+        else:
+            ax.text(0.5, 0.5, "no errors", ha="center", va="center", transform=ax.transAxes)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

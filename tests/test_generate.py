@@ -1,0 +1,396 @@
+"""Generation: prompt formats on real rows, tool-call conversion, batched = unbatched greedy decoding,
+resumable predictions files, and the OpenAI-compatible backend against a local HTTP server that
+serves a tiny random model."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from apibank_tools.generation import (
+    DecodingSettings,
+    OpenAIBackend,
+    OracleBackend,
+    TransformersBackend,
+    build_conversation,
+    generate_predictions,
+    make_backend,
+)
+from apibank_tools.generation.backends import Completion, EndpointError
+from apibank_tools.generation.conversation import FORMATS, display, history_call_text
+from apibank_tools.generation.evaluation import load_rows
+from apibank_tools.generation.predictions import ResumeMismatch, read_predictions
+from apibank_tools.generation.runner import PAPER_STOPS, cut_at_stop, default_stops, finish
+from apibank_tools.generation.tiny import build_tiny_model
+from apibank_tools.generation.toolcalls import call_text, calls_from_message, calls_in_text
+from apibank_tools.parsing.paper import parse_paper
+from apibank_tools.parsing.typed import parse_typed
+from apibank_tools.samples import iter_rows
+
+SETTINGS = DecodingSettings(max_new_tokens=6)
+
+
+@pytest.fixture(scope="module")
+def all_rows(data_dir):
+    return {level: list(iter_rows(level, data_dir)) for level in ("level-1", "level-2", "level-3")}
+
+
+@pytest.fixture(scope="module")
+def rows(data_dir):
+    """One API-call and one response row per level."""
+    return load_rows(None, data_dir, limit=1)
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory, rows):
+    corpus = [row["instruction"] + row["input"] + row["expected_output"] for row in rows]
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", corpus)
+
+
+@pytest.fixture(scope="module")
+def backend(tiny_model):
+    return TransformersBackend(str(tiny_model), dtype="float32", device="cpu")
+
+
+# ------------------------------------------------------------------------------- prompt formats
+def test_paper_format_is_the_upstream_prompt(all_rows):
+    for rows in all_rows.values():
+        for row in rows:
+            conversation = build_conversation(row, "paper")
+            assert conversation.plain_text == row["instruction"] + "\n" + row["input"]
+            assert conversation.messages == [{"role": "user", "content": conversation.plain_text}]
+    icl_rows = [row for row in all_rows["level-3"] if row["kind"] == "api"]
+    assert icl_rows and all(row["instruction_icl"] for row in icl_rows)
+    for row in icl_rows:
+        assert build_conversation(row, "paper", icl=True).plain_text == row["instruction_icl"] + "\n" + row["input"]
+
+
+def test_chat_history_shows_what_the_paper_prompt_shows(all_rows):
+    """Every earlier call and its result appear in the chat messages exactly as in upstream's ``input``."""
+    checked = 0
+    for rows in all_rows.values():
+        for row in rows:
+            messages = build_conversation(row, "chat").messages
+            assert messages[0]["role"] == "system"
+            for tool in row["tools"]:
+                assert tool["description"] in messages[0]["content"]
+            roles = [m["role"] for m in messages[1:]]
+            expected_roles = []
+            for turn in row["history"]:
+                expected_roles += {"User": ["user"], "AI": ["assistant"], "API": ["assistant", "tool"]}[turn["role"]]
+            assert roles == expected_roles
+            for call, result in zip(messages[1:], messages[2:]):
+                if result["role"] == "tool":
+                    assert f"{call['content']}->{result['content']}\n" in row["input"]
+                    checked += 1
+    assert checked > 500
+
+
+def test_tools_format_passes_schemas_and_structured_calls(all_rows):
+    for rows in all_rows.values():
+        for row in rows[:80]:
+            conversation = build_conversation(row, "tools")
+            assert [t["function"]["name"] for t in conversation.tools] == [t["name"] for t in row["tools"]]
+            assert all(t["type"] == "function" and t["function"]["parameters"]["type"] == "object"
+                       for t in conversation.tools)
+            api_turns = [t for t in row["history"] if t["role"] == "API"]
+            calls = [m for m in conversation.messages if m.get("tool_calls")]
+            assert [c["tool_calls"][0]["function"]["name"] for c in calls] == [t["api_name"] for t in api_turns]
+            assert [c["tool_calls"][0]["function"]["arguments"] for c in calls] == [
+                json.loads(t["arguments"]) for t in api_turns
+            ]
+            results = [m for m in conversation.messages if m["role"] == "tool"]
+            assert [r["tool_call_id"] for r in results] == [c["tool_calls"][0]["id"] for c in calls]
+
+
+def test_history_call_text_matches_gold_rendering(all_rows):
+    for row in all_rows["level-1"]:
+        if row["kind"] == "api":
+            target = row["target"]
+            assert history_call_text(target["api_name"], json.loads(target["arguments"])) == row["expected_output"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_level_renders_through_the_chat_template(backend, rows, fmt):
+    for row in rows:
+        prompt = backend.render(build_conversation(row, fmt))
+        assert prompt.startswith("<|bos|>") and prompt.endswith("<|im_start|>assistant\n")
+        if fmt == "tools":
+            assert "<tools>" in prompt and "<tool_call>" in prompt or not row["history"][1:]
+
+
+def test_paper_format_without_template_is_plain_text(tiny_model, rows):
+    plain = TransformersBackend(str(tiny_model), dtype="float32", device="cpu", chat_template="off")
+    conversation = build_conversation(rows[0], "paper")
+    assert plain.render(conversation) == conversation.plain_text
+    assert plain._add_special_tokens(conversation)
+
+
+# ------------------------------------------------------------------------------- tool calls
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<tool_call>{"name": "QueryStock", "arguments": {"stock_code": "AAPL", "date": "2023-01-01"}}</tool_call>',
+        '[TOOL_CALLS][{"name": "QueryStock", "arguments": {"stock_code": "AAPL", "date": "2023-01-01"}}]',
+        'Sure. {"name": "QueryStock", "parameters": {"stock_code": "AAPL", "date": "2023-01-01"}}',
+        '{"type": "function", "function": {"name": "QueryStock", "arguments": "{\\"stock_code\\": \\"AAPL\\", '
+        '\\"date\\": \\"2023-01-01\\"}"}}',
+    ],
+)
+def test_tool_calls_found_in_template_syntaxes(text):
+    assert calls_in_text(text)[0] == ("QueryStock", {"stock_code": "AAPL", "date": "2023-01-01"})
+
+
+def test_no_tool_call_in_plain_text():
+    assert calls_in_text("I cannot help with that {not json} [1, 2]") == []
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"stock_code": "AAPL", "date": "2023-01-01"},
+        {"formula": "(5+3)*6"},
+        {"latitude": 40.7128, "longitude": -74.006},
+        {"room_count": 2, "on": True},
+        {"topic": 'say "hi"', "attendees": ["John", "Jane"]},
+        {},
+    ],
+)
+def test_call_text_reads_back_with_both_parsers(arguments):
+    text = call_text("Foo", arguments)
+    assert text.startswith("API-Request: [Foo(") and text.endswith(")]")
+    paper = parse_paper(text)
+    assert paper.name == "Foo"
+    # The paper parser ends a quoted value at any quote character, so such values cannot survive it.
+    readable = {k: str(v) for k, v in arguments.items() if not (isinstance(v, str) and ('"' in v or "'" in v))}
+    assert {k: v for k, v in paper.arguments.items() if k in readable} == readable
+    typed = parse_typed(text)
+    assert typed.name == "Foo"
+    for key, value in arguments.items():
+        assert typed.arguments[key] == (value if isinstance(value, (str, list)) else str(value))
+
+
+def test_finish_converts_native_calls_and_cuts_paper_answers(rows):
+    api_row = next(row for row in rows if row["kind"] == "api")
+    tools = build_conversation(api_row, "tools")
+    completion = Completion(text="", raw="x", tool_calls=[("GetUserToken", {"username": "a", "password": "b"})])
+    assert finish(tools, completion, SETTINGS) == (
+        "API-Request: [GetUserToken(username='a', password='b')]",
+        {"name": "GetUserToken", "arguments": {"username": "a", "password": "b"}},
+    )
+    paper = build_conversation(api_row, "paper")
+    settings = DecodingSettings(stop=default_stops("paper"))
+    answer = "API-Request: [GetUserToken(username='a', password='b')]\nAI: done\nUser: thanks"
+    assert finish(paper, Completion(text=answer, raw=answer), settings)[0] == answer.split("\n")[0]
+    assert cut_at_stop("abc\nUser: x\nAI: y", PAPER_STOPS) == "abc"
+    assert calls_from_message([{"id": "1", "type": "function", "function": {"name": "A", "arguments": "{}"}}]) == [
+        ("A", {})
+    ]
+
+
+# ------------------------------------------------------------------------------- decoding
+@pytest.mark.parametrize("fmt", ["paper", "chat"])
+def test_batched_greedy_equals_unbatched(backend, rows, fmt):
+    settings = DecodingSettings(max_new_tokens=6, stop=default_stops(fmt))
+    one = generate_predictions(rows, backend, fmt=fmt, settings=settings, batch_size=1, progress=False)
+    many = generate_predictions(rows, backend, fmt=fmt, settings=settings, batch_size=len(rows), progress=False)
+    assert [r["raw_output"] for r in one] == [r["raw_output"] for r in many]
+    assert [r["prediction"] for r in one] == [r["prediction"] for r in many]
+    assert any(r["raw_output"] for r in one)
+
+
+def test_prediction_records_carry_prompt_output_and_settings(backend, rows, tmp_path):
+    path = tmp_path / "predictions.jsonl"
+    records = generate_predictions(rows, backend, fmt="tools", settings=SETTINGS, batch_size=4, output_path=path,
+                                   progress=False)
+    on_disk = read_predictions(path)
+    assert sorted(r["id"] for r in on_disk) == sorted(r["id"] for r in rows)
+    assert [r["id"] for r in records] == [r["id"] for r in rows]
+    for record in on_disk:
+        assert set(record) >= {"id", "prediction", "prompt", "raw_output", "format", "decoding", "model"}
+        assert record["format"] == "tools"
+        assert record["decoding"] == SETTINGS.as_dict()
+        assert record["model"] == str(backend.model_id)
+        assert record["prompt"] == backend.render(build_conversation(next(r for r in rows if r["id"] == record["id"]),
+                                                                      "tools"))
+
+
+class _Interrupting:
+    """Wraps a backend; raises KeyboardInterrupt on the call after ``after`` batches; counts rows generated."""
+
+    def __init__(self, inner, after: int | None):
+        self.inner, self.after, self.batches, self.generated = inner, after, 0, []
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def render(self, conversation):
+        return self.inner.render(conversation)
+
+    def info(self):
+        return self.inner.info()
+
+    def generate(self, conversations, prompts, settings):
+        if self.after is not None and self.batches == self.after:
+            raise KeyboardInterrupt
+        self.batches += 1
+        self.generated += [c.row_id for c in conversations]
+        return self.inner.generate(conversations, prompts, settings)
+
+
+def test_interrupted_run_resumes_where_it_stopped(backend, rows, tmp_path):
+    path = tmp_path / "predictions.jsonl"
+    first = _Interrupting(backend, after=1)
+    with pytest.raises(KeyboardInterrupt):
+        generate_predictions(rows, first, fmt="chat", settings=SETTINGS, batch_size=2, output_path=path,
+                             progress=False)
+    assert len(read_predictions(path)) == 2
+    with path.open("a") as handle:  # a torn line, as a kill during a write leaves
+        handle.write('{"id": "level-1/partial')
+    second = _Interrupting(backend, after=None)
+    resumed = generate_predictions(rows, second, fmt="chat", settings=SETTINGS, batch_size=2, output_path=path,
+                                   progress=False)
+    assert len(second.generated) == len(rows) - 2
+    assert not set(second.generated) & set(first.generated)
+    fresh = generate_predictions(rows, backend, fmt="chat", settings=SETTINGS, batch_size=2, progress=False)
+    assert resumed == fresh
+    assert sorted(r["id"] for r in read_predictions(path)) == sorted(r["id"] for r in rows)
+    with pytest.raises(ResumeMismatch):
+        generate_predictions(rows, backend, fmt="paper", settings=SETTINGS, output_path=path, progress=False)
+
+
+def test_oracle_replays_gold(rows):
+    records = generate_predictions(rows, make_backend("oracle"), fmt="paper", progress=False)
+    assert [r["prediction"] for r in records] == [row["expected_output"] for row in rows]
+    assert isinstance(make_backend("oracle", "vllm"), OracleBackend)
+
+
+def test_vllm_backend_needs_the_extra(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_vllm(name, *args, **kwargs):
+        if name == "vllm" or name.startswith("vllm."):
+            raise ImportError("No module named 'vllm'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_vllm)
+    with pytest.raises(RuntimeError, match=r"apibank\[vllm\]"):
+        make_backend("some/model", "vllm")
+
+
+# ------------------------------------------------------------------- OpenAI-compatible endpoint
+class _ChatServer:
+    """``POST /v1/chat/completions`` served by the tiny model (greedy), as vLLM's server does it:
+    the request's messages and tools go through the model's chat template."""
+
+    def __init__(self, backend: TransformersBackend, fail_first: int = 0):
+        self.backend = backend
+        self.fail_first = fail_first
+        self.requests: list[dict] = []
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with server.lock:
+                    server.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
+                    failing = server.fail_first > 0
+                    server.fail_first -= 1
+                if failing:
+                    self.send_response(503)
+                    self.send_header("Retry-After", "0")
+                    self.end_headers()
+                    self.wfile.write(b"busy")
+                    return
+                if self.path != "/v1/chat/completions":
+                    self.send_response(404)
+                    self.end_headers()
+                    return
+                message = server.complete(body)
+                payload = json.dumps({"id": "x", "object": "chat.completion", "model": body["model"],
+                                      "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def complete(self, body: dict) -> dict:
+        messages = []
+        for message in body["messages"]:
+            message = dict(message)
+            if message.get("tool_calls"):  # arguments arrive as JSON text; templates want objects
+                message["tool_calls"] = [
+                    {**c, "function": {"name": c["function"]["name"], "arguments": json.loads(c["function"]["arguments"])}}
+                    for c in message["tool_calls"]
+                ]
+            messages.append(message)
+        tokenizer, model = self.backend.tokenizer, self.backend.model
+        prompt = tokenizer.apply_chat_template(messages, tools=body.get("tools"), add_generation_prompt=True,
+                                               tokenize=False)
+        encoded = tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
+        with self.lock:
+            output = model.generate(**encoded, do_sample=False, max_new_tokens=body["max_tokens"],
+                                    pad_token_id=tokenizer.pad_token_id, eos_token_id=self.backend.eos_ids)
+        ids = self.backend._trim(output[0, encoded["input_ids"].shape[1]:].tolist())
+        raw = tokenizer.decode(ids, skip_special_tokens=False)
+        calls = calls_in_text(raw) if body.get("tools") else []
+        if calls:
+            return {"role": "assistant", "content": None, "tool_calls": [
+                {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+                for i, (n, a) in enumerate(calls)]}
+        return {"role": "assistant", "content": tokenizer.decode(ids, skip_special_tokens=True)}
+
+    def __enter__(self):
+        self.thread.start()
+        host, port = self.httpd.server_address
+        self.base_url = f"http://{host}:{port}/v1"
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.mark.parametrize("fmt", ["chat", "tools"])
+def test_openai_backend_matches_local_generation(backend, rows, fmt, monkeypatch):
+    monkeypatch.setenv("APIBANK_TEST_KEY", "sk-test")
+    local = generate_predictions(rows, backend, fmt=fmt, settings=SETTINGS, batch_size=len(rows), progress=False)
+    with _ChatServer(backend) as server:
+        remote_backend = OpenAIBackend("tiny", base_url=server.base_url, api_key_env="APIBANK_TEST_KEY",
+                                       concurrency=3)
+        remote = generate_predictions(rows, remote_backend, fmt=fmt, settings=SETTINGS, batch_size=len(rows),
+                                      progress=False)
+    assert [r["prediction"] for r in remote] == [r["prediction"] for r in local]
+    assert len(server.requests) == len(rows)
+    request = server.requests[0]
+    assert request["auth"] == "Bearer sk-test"
+    assert request["body"]["temperature"] == 0.0 and request["body"]["max_tokens"] == SETTINGS.max_new_tokens
+    assert ("tools" in request["body"]) == (fmt == "tools")
+    assert json.loads(remote[0]["prompt"])["messages"]
+
+
+def test_openai_backend_retries_busy_server_and_gives_up(backend, rows):
+    conversation = build_conversation(rows[0], "chat")
+    with _ChatServer(backend, fail_first=2) as server:
+        patient = OpenAIBackend("tiny", base_url=server.base_url, api_key="k", backoff=0.01, max_retries=3)
+        completion = patient.generate([conversation], [patient.render(conversation)], SETTINGS)[0]
+        assert isinstance(completion.text, str)
+        assert len(server.requests) == 3
+    with _ChatServer(backend, fail_first=10) as server:
+        impatient = OpenAIBackend("tiny", base_url=server.base_url, api_key="k", backoff=0.01, max_retries=1)
+        with pytest.raises(EndpointError, match="503"):
+            impatient.generate([conversation], ["x"], SETTINGS)
