@@ -152,6 +152,11 @@ def _parse_notation(name: str, argument_text: str) -> ParsedCall:
     return ParsedCall(name=name, arguments=arguments)
 
 
+def _closes_beyond_limit(text: str, parenthesis: int) -> bool:
+    limit = parenthesis + MAX_CALL_CHARS
+    return len(text) > limit and _CLOSE_BRACKET.search(text, limit) is not None
+
+
 def extract_typed(text: str) -> list[tuple[str, str, str]]:
     """Candidate calls in order: (name, argument text, whole call text).
 
@@ -187,7 +192,15 @@ def parse_typed(text: str) -> ParsedCall | None:
     Raises :class:`ParseError` when calls are present but none has acceptable arguments.
     """
     first_error: ParseError | None = None
-    for name, argument_text, call_text in extract_typed(text):
+    candidates = extract_typed(text)
+    if not candidates:
+        for count, opening in enumerate(_OPENING.finditer(text)):
+            if count >= MAX_OPENINGS:
+                break
+            if _closes_beyond_limit(text, opening.end() - 1):
+                raise ParseError(f"call longer than {MAX_CALL_CHARS} characters")
+        return None
+    for name, argument_text, call_text in candidates:
         if len(call_text) > MAX_CALL_CHARS:
             first_error = first_error or ParseError("call text too long")
             continue
