@@ -394,3 +394,46 @@ def test_openai_backend_retries_busy_server_and_gives_up(backend, rows):
         impatient = OpenAIBackend("tiny", base_url=server.base_url, api_key="k", backoff=0.01, max_retries=1)
         with pytest.raises(EndpointError, match="503"):
             impatient.generate([conversation], ["x"], SETTINGS)
+
+
+def test_vllm_backend_against_the_documented_api(backend, rows, monkeypatch):
+    """A stand-in ``vllm`` module with the documented surface: ``LLM(model=..., revision=...,
+    tensor_parallel_size=..., dtype=..., seed=...)``, ``get_tokenizer()``, ``generate(prompts,
+    sampling_params, use_tqdm=...)`` returning ``RequestOutput``s, and ``SamplingParams``."""
+    import sys
+    import types
+    from types import SimpleNamespace
+
+    seen: dict = {}
+
+    class SamplingParams:
+        def __init__(self, **kwargs):
+            seen["sampling"] = kwargs
+
+    class LLM:
+        def __init__(self, **kwargs):
+            seen["engine"] = kwargs
+
+        def get_tokenizer(self):
+            return backend.tokenizer
+
+        def generate(self, prompts, sampling_params, use_tqdm=True):
+            seen["prompts"] = prompts
+            ids = backend.tokenizer("API-Request: [GetToday()]<|im_end|>", add_special_tokens=False)["input_ids"]
+            text = backend.tokenizer.decode(ids)
+            return [SimpleNamespace(outputs=[SimpleNamespace(text=text, token_ids=ids)]) for _ in prompts]
+
+    fake = types.ModuleType("vllm")
+    fake.LLM, fake.SamplingParams = LLM, SamplingParams
+    monkeypatch.setitem(sys.modules, "vllm", fake)
+    vllm_backend = make_backend("org/model", "vllm", revision="r1", dtype="bfloat16", tensor_parallel_size=4)
+    assert (seen["engine"]["model"], seen["engine"]["revision"], seen["engine"]["tensor_parallel_size"]) == (
+        "org/model", "r1", 4)
+    records = generate_predictions(rows, vllm_backend, fmt="chat", settings=SETTINGS, batch_size=8, progress=False)
+    assert seen["sampling"]["temperature"] == 0.0 and seen["sampling"]["max_tokens"] == SETTINGS.max_new_tokens
+    prompts = {r["id"]: r["prompt"] for r in records}
+    assert prompts == {r["id"]: backend.render(build_conversation(r, "chat")) for r in rows}
+    expected_ids = sorted(backend.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts.values())
+    assert sorted(p["prompt_token_ids"] for p in seen["prompts"]) == expected_ids
+    assert {r["prediction"] for r in records} == {"API-Request: [GetToday()]"}
+    assert vllm_backend.info()["tensor_parallel_size"] == 4
