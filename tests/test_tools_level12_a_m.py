@@ -137,6 +137,43 @@ def test_recorded_gold_calls_reproduce(name, data_dir, dialogues):
     assert measured == VERIFICATION[name]
 
 
+# "Evaluator accepts gold" (spec tools-a-m §2): the gold call's param_dict, coerced, on a fresh session,
+# judged by the original check against the recorded result. Dictionary: 5 with the local data.
+ACCEPTED_PAPER = {name: fresh + replay for name, (_, fresh, replay, _) in VERIFICATION.items()}
+ACCEPTED_PAPER.update(AddMeeting=0, AppointmentRegistration=12, DeleteMeeting=0, ForgotPassword=4, ModifyMeeting=0)
+# Typed coercion turns the attendees text into a list; the corrected DeleteMeeting check no longer
+# reads the missing ``time`` field.
+ACCEPTED_TYPED = dict(ACCEPTED_PAPER, AddMeeting=4, ModifyMeeting=6)
+ACCEPTED_CORRECTED = {"paper": dict(ACCEPTED_PAPER, DeleteMeeting=3), "typed": dict(ACCEPTED_TYPED, DeleteMeeting=3)}
+
+
+@pytest.mark.parametrize("name", MINE)
+def test_checks_accept_the_gold_calls_as_the_spec_says(name, data_dir, dialogues):
+    cls = LEVEL_1_2.get(name)
+    accepted = Counter()
+    for _, turns in dialogues:
+        for turn in turns:
+            if turn.get("role") != "API" or turn["api_name"] != name:
+                continue
+            for coercion in ("paper", "typed"):
+                try:
+                    response = new_session("level-1-2", data_dir).call(name, dict(turn["param_dict"]), coercion=coercion)
+                except CallRejected:
+                    continue
+                gold = turn["result"]
+                try:
+                    accepted[coercion] += bool(cls.check(copy.deepcopy(response), copy.deepcopy(gold)))
+                except KeyError:
+                    pass
+                snapshot = copy.deepcopy((response, gold))
+                accepted[f"{coercion} corrected"] += cls.check_corrected(response, gold)
+                assert (response, gold) == snapshot  # the corrected check never edits its arguments
+    assert accepted["paper"] == ACCEPTED_PAPER[name]
+    assert accepted["typed"] == ACCEPTED_TYPED[name]
+    assert accepted["paper corrected"] == ACCEPTED_CORRECTED["paper"][name]
+    assert accepted["typed corrected"] == ACCEPTED_CORRECTED["typed"][name]
+
+
 def test_cancel_timed_switch_gold_is_rejected_but_the_intended_call_succeeds(session):
     with pytest.raises(CallRejected, match="invalid parameter name. parameter: device_id"):
         _call(session, "CancelTimedSwitch", device_id="10000025", time="2023-03-19 09:30:00")
@@ -299,6 +336,10 @@ def test_replay_with_adopt_lets_later_calls_find_the_recorded_id(data_dir, dialo
     session = new_session("level-1-2", data_dir)
     session.replay(copy.deepcopy(earlier), adopt=True)
     assert "39167629" in session.store("Appointments")
+    assert session.call(name, arguments, coercion="none") == recorded
+    without = new_session("level-1-2", data_dir)
+    without.replay(copy.deepcopy(earlier), adopt=False)
+    assert without.call(name, arguments, coercion="none") != recorded
 
 
 def test_appointment_duplicates_and_check(session):
