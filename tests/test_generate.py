@@ -437,3 +437,19 @@ def test_vllm_backend_against_the_documented_api(backend, rows, monkeypatch):
     assert sorted(p["prompt_token_ids"] for p in seen["prompts"]) == expected_ids
     assert {r["prediction"] for r in records} == {"API-Request: [GetToday()]"}
     assert vllm_backend.info()["tensor_parallel_size"] == 4
+
+
+def test_openai_wire_form(rows):
+    row = next(r for r in rows if r["level"] == 3 and any(t["role"] == "API" for t in r["history"]))
+    plain = OpenAIBackend("m", base_url="http://127.0.0.1:1/v1")
+    hosted = OpenAIBackend("m", base_url="http://127.0.0.1:1/v1", tool_results_as_user=True)
+    chat = build_conversation(row, "chat")
+    assert [m["role"] for m in plain.wire_messages(chat.messages)] == [m["role"] for m in chat.messages]
+    assert "tool" not in [m["role"] for m in hosted.wire_messages(chat.messages)]
+    tools = build_conversation(row, "tools")
+    wired = hosted.wire_messages(tools.messages)  # real tool results answer a tool call: kept
+    assert [m["role"] for m in wired] == [m["role"] for m in tools.messages]
+    call = next(m for m in wired if m.get("tool_calls"))["tool_calls"][0]
+    assert json.loads(call["function"]["arguments"]) == {"keywords": "QueryMeeting"}
+    body = hosted.request_body(tools, DecodingSettings(max_new_tokens=7, stop=PAPER_STOPS))
+    assert body["tools"] == tools.tools and len(body["stop"]) == 4 and body["max_tokens"] == 7

@@ -42,6 +42,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     gen.add_argument("--api-key-env", default="OPENAI_API_KEY", help="openai: environment variable holding the key")
     gen.add_argument("--concurrency", type=int, default=8, help="openai: parallel requests")
     gen.add_argument("--max-retries", type=int, default=5, help="openai: retries per request")
+    gen.add_argument("--tool-results-as-user", action="store_true",
+                     help="openai, chat format: send API results as user turns (the hosted OpenAI API rejects "
+                     "tool messages that answer no tool call)")
     out = parser.add_argument_group("scoring and leaderboard")
     out.add_argument("--protocols", nargs="+", choices=("paper", "corrected"), default=["paper", "corrected"])
     out.add_argument("--dataset-id", default=None, help="Hub dataset id the leaderboard files point at")
@@ -72,7 +75,7 @@ def backend_options(args: argparse.Namespace) -> dict:
     if not args.base_url:
         raise SystemExit("apibank evaluate: --backend openai needs --base-url")
     return {"base_url": args.base_url, "api_key_env": args.api_key_env, "concurrency": args.concurrency,
-            "max_retries": args.max_retries}
+            "max_retries": args.max_retries, "tool_results_as_user": args.tool_results_as_user or None}
 
 
 def run(args: argparse.Namespace) -> int:

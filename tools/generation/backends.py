@@ -365,8 +365,12 @@ class OpenAIBackend(Backend):
         backoff: float = 1.0,
         seed: int | None = 0,
         extra_body: dict[str, Any] | None = None,
+        tool_results_as_user: bool = False,
     ) -> None:
         self.model_id = model
+        # The chat format's results are ``tool`` messages without a preceding ``tool_calls`` entry;
+        # vLLM and TGI servers accept them, the hosted OpenAI API does not: send them as user turns.
+        self.tool_results_as_user = tool_results_as_user
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key if api_key is not None else os.environ.get(api_key_env)
         self.concurrency = max(1, concurrency)
@@ -380,12 +384,13 @@ class OpenAIBackend(Backend):
         return {"backend": self.name, "model_id": self.model_id, "model_revision": None, "dtype": None,
                 "base_url": self.base_url, "concurrency": self.concurrency}
 
-    @staticmethod
-    def wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def wire_messages(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The OpenAI wire form: tool-call arguments travel as JSON strings."""
         wired = []
         for message in messages:
             message = dict(message)
+            if self.tool_results_as_user and message["role"] == "tool" and "tool_call_id" not in message:
+                message = {"role": "user", "content": f"API-Response: {message['content']}"}
             if message.get("tool_calls"):
                 message["tool_calls"] = [
                     {
