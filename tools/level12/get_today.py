@@ -7,8 +7,8 @@ from typing import Any
 from ..base import Record, Tool
 from ..registry import LEVEL_1_2
 
-# Upstream returns this constant, not the wall-clock date; all 7 recorded GetToday results show it,
-# and the dialogues were written around it (e.g. "tomorrow" meetings on 2023-04-01).
+# Upstream returns this constant, not the wall-clock date (spec tools-a-m §GetToday); all 7 recorded
+# GetToday results show it, and the AI turns that follow repeat it as "today".
 TODAY = "2023-03-31"
 
 
