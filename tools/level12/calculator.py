@@ -9,6 +9,7 @@ reproduces those semantics, degenerate cases and Python error texts included (sp
 from __future__ import annotations
 
 import operator
+import re
 from typing import Any, Callable
 
 from ..base import Record, Tool, ToolError
@@ -16,6 +17,7 @@ from ..registry import LEVEL_1_2
 
 _ALLOWED = frozenset("0123456789+-*/()")
 _OPERATORS = frozenset("+-*/")
+_DIGITS = frozenset("0123456789")
 _APPLY: dict[str, Callable[[Any, Any], Any]] = {
     "+": operator.add,
     "-": operator.sub,
@@ -27,22 +29,12 @@ _APPLY: dict[str, Callable[[Any, Any], Any]] = {
 NON_TERMINATING = "invalid formula: an operator at the start of a (sub)formula never finishes evaluating"
 
 
+_TOKEN = re.compile(r"[0-9]+|[^0-9]")
+
+
 def tokenise(formula: str) -> list[Any]:
     """Maximal digit runs become floats; every other character is a token of its own."""
-    tokens: list[Any] = []
-    start = None
-    for position, char in enumerate(formula):
-        if char.isdigit():
-            if start is None:
-                start = position
-            continue
-        if start is not None:
-            tokens.append(float(formula[start:position]))
-            start = None
-        tokens.append(char)
-    if start is not None:
-        tokens.append(float(formula[start:]))
-    return tokens
+    return [float(piece) if piece[0] in _DIGITS else piece for piece in _TOKEN.findall(formula)]
 
 
 def _reduce_level(tokens: list[Any], level: frozenset[str]) -> list[Any]:
