@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..base import CallRejected, Record, Tool, ToolError, fields_equal, missing_argument_message
 from ..registry import LEVEL_1_2
+
+if TYPE_CHECKING:
+    from ..environment import Session
 
 # Upstream disabled its random draw and always sends this code.
 VERIFICATION_CODE = 970420
@@ -32,10 +35,12 @@ class ForgotPassword(Tool):
         "status": {"type": "str", "description": "success or failed"},
     }
     database = "Account"
+    # Marks the optional parameters (schemas, missing-argument rule); ``execute`` passes ``run`` only
+    # what the caller gave, since "not passed" and "passed as None" differ upstream.
     defaults = {"username": None, "email": None, "verification_code": None, "new_password": None}
     envelope_has_api_name = False
 
-    def __init__(self, session: Any) -> None:
+    def __init__(self, session: "Session") -> None:
         super().__init__(session)
         self.pending_code: int | None = None
         self.pending_username: Any = None
