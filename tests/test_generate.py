@@ -7,7 +7,6 @@ from __future__ import annotations
 import http.server
 import json
 import threading
-from pathlib import Path
 
 import pytest
 
@@ -21,7 +20,7 @@ from apibank_tools.generation import (
     make_backend,
 )
 from apibank_tools.generation.backends import Completion, EndpointError
-from apibank_tools.generation.conversation import FORMATS, display, history_call_text
+from apibank_tools.generation.conversation import FORMATS, history_call_text
 from apibank_tools.generation.evaluation import load_rows
 from apibank_tools.generation.predictions import ResumeMismatch, read_predictions
 from apibank_tools.generation.runner import PAPER_STOPS, cut_at_stop, default_stops, finish

@@ -1,7 +1,9 @@
 """Turning a dataset row into what a model sees, in one of three prompt formats.
 
 * ``paper``: the upstream test-data texts, ``instruction`` + newline + ``input``, as the benchmark's
-  released samples give them (level 3 can use the in-context-example instruction instead);
+  released samples give them (level 3 can use the in-context-example instruction instead); a
+  backend sends it as one user turn through the chat template when the tokenizer has one (an
+  instruct model's native way to take a prompt), else as plain completion text;
 * ``chat``: the dialogue as chat messages, API results as ``tool`` messages, the tool descriptions and
   the expected answer format in a system message;
 * ``tools``: native function calling: the tools' JSON schemas go to the chat template, earlier calls
