@@ -340,8 +340,14 @@ def score(
     unknown = [p for p in protocols if p not in PROTOCOLS]
     if unknown or not protocols:
         raise ValueError(f"unknown protocols {unknown}; choose from {sorted(PROTOCOLS)}")
+    if predictions is None:
+        raise ValueError("predictions is None; pass one generated text per reference")
+    if isinstance(predictions, str):
+        raise ValueError("predictions must be a list of texts, not one text")
     if references is None:
         raise ValueError("references is None; pass the `reference` field of the dataset rows")
+    if isinstance(references, (str, Mapping)):
+        raise ValueError("references must be a list of `reference` fields, not a single one")
     parsed = parse_references(list(references))
     texts = _check_predictions(predictions, len(parsed))
     revisions = sorted({str(r.get("revision")) for r in parsed})
