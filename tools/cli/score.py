@@ -12,6 +12,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", default=None, help="where results, report and leaderboard files go "
                         "(default: the predictions file's folder)")
     parser.add_argument("--protocols", nargs="+", choices=("paper", "corrected"), default=["paper", "corrected"])
+    parser.add_argument("--model", default=None, help="model id for the results and leaderboard files "
+                        "(default: the file's `model` field)")
     parser.add_argument("--dataset-id", default=None, help="Hub dataset id the leaderboard files point at")
     parser.add_argument("--leaderboard-protocol", choices=("paper", "corrected"), default="paper")
     parser.add_argument("--json", action="store_true", help="print results.json instead of the table")
@@ -25,6 +27,7 @@ def run(args: argparse.Namespace) -> int:
         data_dir=args.data_dir,
         output_dir=args.output,
         protocols=args.protocols,
+        model=args.model,
         dataset_id=args.dataset_id,
         leaderboard_protocol=args.leaderboard_protocol,
     )

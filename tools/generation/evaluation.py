@@ -245,6 +245,7 @@ def score_file(
     data_dir: str | os.PathLike[str] | None = None,
     output_dir: str | os.PathLike[str] | None = None,
     protocols: Sequence[str] = PROTOCOLS,
+    model: str | None = None,
     dataset_id: str | None = None,
     leaderboard_protocol: str = "paper",
 ) -> dict[str, Any]:
@@ -264,7 +265,7 @@ def score_file(
     rows = [row for row in load_rows(levels, data_dir) if row["id"] in wanted]
     scores = score_records(records, rows, protocols=protocols, data_dir=data_dir)
     first = records[0]
-    info = {"model_id": first.get("model"), "backend": None}
+    info = {"model_id": model or first.get("model"), "backend": None}
     results = build_results(
         scores, rows, model_info=info, fmt=first.get("format"), decoding=first.get("decoding"), batch_size=None,
         limit=None, dataset_id=dataset_id or DEFAULT_DATASET_ID,
