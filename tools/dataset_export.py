@@ -45,10 +45,8 @@ class ExportReport:
 
 
 def default_card_path() -> Path:
-    """``dataset_card.md`` beside the top-level ``apibank_dataset`` module (the repository root)."""
-    import apibank_dataset
-
-    return Path(apibank_dataset.__file__).with_name("dataset_card.md")
+    """The dataset card: the repository's ``dataset_card.md``, which installs as package data too."""
+    return Path(__file__).with_name("dataset_card.md")
 
 
 def choose_training_levels(

