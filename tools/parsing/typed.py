@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from typing import Any
 
 from .call import ParsedCall, ParseError
@@ -88,7 +89,9 @@ def _literal(node: ast.AST, depth: int = 0) -> Any:
 
 def _parse_python(call_text: str) -> ParsedCall:
     try:
-        tree = ast.parse(call_text, mode="eval")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escape sequences in model text are not our concern
+            tree = ast.parse(call_text, mode="eval")
     except (SyntaxError, ValueError, MemoryError, RecursionError) as error:
         raise ParseError(f"not a Python call: {error.__class__.__name__}") from None
     call = tree.body
@@ -114,7 +117,9 @@ def _notation_value(text: str) -> Any:
     if len(stripped) >= 2 and stripped[0] in "'\"" and stripped[-1] == stripped[0]:
         return stripped[1:-1]
     try:
-        return _literal(ast.parse(stripped, mode="eval").body)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return _literal(ast.parse(stripped, mode="eval").body)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         raise ParseError(f"value is neither quoted nor a literal: {stripped[:40]!r}") from None
 
