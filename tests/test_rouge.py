@@ -109,7 +109,7 @@ def test_rouge_score_beside_matches_the_rouge_score_package(data_dir):
     rng = random.Random(7)
     references = _references(data_dir)
     pairs = [(h, r) for r in references[::3] for h in _variants(rng, r, rng.choice(references))]
-    pairs += [("", "the cat"), ("...", "x"), ("The cat sat", "the cat sat")]
+    pairs += [("", "the cat"), ("...", "x"), ("The cat sat", "the cat sat"), ("İstanbul ÉTÉ naïve x2", "istanbul été naive X2")]
     for hypothesis, reference in pairs:
         assert rouge_score_l(hypothesis, reference) == scorer.score(reference, hypothesis)["rougeL"].fmeasure
 
