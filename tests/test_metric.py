@@ -156,3 +156,42 @@ def test_metric_rejects_mismatched_lengths():
     metric = evaluate.load(str(METRIC_SCRIPT))
     with pytest.raises(ValueError):
         metric.compute(predictions=["a", "b"], references=["{}"])
+
+
+def test_load_after_pushing_from_a_hub_stand_in(tmp_path, sample_rows, monkeypatch):
+    """`evaluate.load("NAMESPACE/apibank")` against a loopback server laid out like the Hub's Spaces."""
+    import functools
+    import http.server
+
+    import evaluate.config
+
+    assert apibank_cli.main(["export-metric", "--out", str(tmp_path / "export")]) == 0
+    folder = tmp_path / "export" / "apibank"
+    prefix = "/spaces/someone/apibank/resolve/"
+    served = []
+
+    class SpaceFiles(http.server.SimpleHTTPRequestHandler):
+        def translate_path(self, path):
+            if not path.startswith(prefix):
+                return str(tmp_path / "missing")
+            revision, _, name = path[len(prefix):].partition("/")
+            served.append((revision, name))
+            return str(folder / name) if revision == "main" else str(tmp_path / "missing")
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(SpaceFiles, directory=str(folder)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        endpoint = f"http://127.0.0.1:{server.server_port}"
+        monkeypatch.setattr(evaluate.config, "HF_ENDPOINT", endpoint)
+        monkeypatch.setattr(evaluate.config, "HUB_EVALUATE_URL", endpoint + "/spaces/{path}/resolve/{revision}/{name}")
+        monkeypatch.setattr(evaluate.config, "HF_UPDATE_DOWNLOAD_COUNTS", False)
+        metric = evaluate.load("someone/apibank", cache_dir=str(tmp_path / "cache"))
+        predictions, references = sample_rows
+        assert metric.compute(predictions=predictions, references=references)["paper"] == score(predictions, references)["paper"]
+        assert ("main", "apibank.py") in served
+    finally:
+        server.shutdown()
