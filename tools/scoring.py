@@ -49,8 +49,13 @@ Output shape (levels appear only when present in the references)::
          "extracted_call": str | None, "name": str | None, "arguments": dict | None,
          "result": dict | None,        # the executed call's result record
          "verdict": bool | None,       # API rows; None for response rows
-         "score": float | None,        # response rows: ROUGE-L
-         "category": str | None, "error": str | None},
+         "score": float | None,        # response rows: ROUGE-L as above
+         "score_rougescore": float | None,  # response rows: rouge-score rougeL F
+         "category": str | None,       # API rows: why wrong; response rows: a flag or None
+         "error": str | None,          # rejection, parse or abort message
+         # corrected protocol, ToolSearcher gold rows only: tool names found by the prediction,
+         # recorded by the annotation, and found by the gold keywords
+         "retrieved", "recorded_tool", "gold_keywords_tool"},
       ],
     }
 
@@ -300,6 +305,7 @@ def _detail(protocol: str, reference: Mapping[str, Any], verdict: Verdict | None
         "result": None,
         "verdict": None,
         "score": None,
+        "score_rougescore": None,
         "category": None,
         "error": None,
     }
