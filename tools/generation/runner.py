@@ -78,7 +78,7 @@ def generate_predictions(
 
     bar = tqdm(
         total=len(rows), initial=len(rows) - len(pending), unit="sample", desc=f"generate ({label})",
-        disable=not progress, dynamic_ncols=True,
+        disable=not progress, dynamic_ncols=True, mininterval=0.5,
     )
     writer = PredictionWriter(path) if path is not None else None
     produced: dict[str, dict[str, Any]] = {}
