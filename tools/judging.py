@@ -12,11 +12,17 @@ the dialogue's earlier gold calls first (adopting recorded random ids), and judg
 result the gold call itself produces in the same replayed state; the second reference absorbs data
 that changed after annotation (QueryScene device capitalisation, descriptions in ToolSearcher
 outputs, the renamed TimedSwitch parameter whose recorded device no longer exists).
+
+Isolation and bounds: every judged call runs in its own :class:`Session` over the read-only pristine
+databases (private copies on write); all calls of one sample (replay, prediction, gold) run under one
+``time_limit`` of ``timeout`` seconds, and a call that exceeds it is judged ``TIMEOUT``. Nothing from
+a prediction is evaluated: parsing is regular expressions or ``ast`` literals.
 """
 
 from __future__ import annotations
 
 import copy
+import os
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
@@ -25,7 +31,7 @@ from .base import CallRejected, CallTimeout, Record
 from .environment import PristineData, Session, time_limit
 from .parsing import ParseError, parse_paper, parse_typed
 from .registry import toolset
-from .retrieval import default_retriever, found_tool
+from .retrieval import BACKEND_ENV, default_retriever, found_tool
 from .text import space_before_capitals
 
 SEARCHER = "ToolSearcher"
@@ -133,6 +139,22 @@ class CachedRetriever:
         return self.inner.scores(keywords, documents)
 
 
+_SHARED_RETRIEVERS: dict[str, CachedRetriever] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_retriever() -> CachedRetriever:
+    """The process-wide cached retriever of the default backend (``$APIBANK_RETRIEVER``, else ONNX).
+
+    Keyword selections are cached per process, so repeated scoring runs embed each keyword once.
+    """
+    spec = os.environ.get(BACKEND_ENV) or "onnx"
+    with _SHARED_LOCK:
+        if spec not in _SHARED_RETRIEVERS:
+            _SHARED_RETRIEVERS[spec] = CachedRetriever()
+        return _SHARED_RETRIEVERS[spec]
+
+
 def _outcome_category(result: Record, gold: Record) -> str:
     """The original's precedence for a false check: exception, then output, then input."""
     if result.get("exception"):
@@ -154,7 +176,12 @@ class Judge:
 
     def __init__(self, data: PristineData, retriever: Any = None, *, timeout: float | None = 2.0) -> None:
         self.data = data
-        self.retriever = retriever if isinstance(retriever, CachedRetriever) else CachedRetriever(retriever)
+        if retriever is None:
+            self.retriever = shared_retriever()
+        elif isinstance(retriever, CachedRetriever):
+            self.retriever = retriever
+        else:
+            self.retriever = CachedRetriever(retriever)
         self.timeout = timeout
         self._gold_results: dict[int, tuple[dict[str, Any], Record | None]] = {}
 
