@@ -18,6 +18,8 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from .upstream import UpstreamDataError
+
 if TYPE_CHECKING:
     from .environment import Session
 
@@ -91,6 +93,8 @@ class Tool:
         record["input"] = self.echo_input(values)
         try:
             output = self.run(**values)
+        except UpstreamDataError:  # missing data is the environment's failure, never the call's
+            raise
         except Exception as error:  # upstream tools report every failure of their own logic
             record["output"] = None
             record["exception"] = str(error)

@@ -362,7 +362,9 @@ def score(
 
     api_items = [(i, texts[i], r) for i, r in enumerate(parsed) if r["kind"] == "api"]
     responses = {i: response_scores(texts[i], r) for i, r in enumerate(parsed) if r["kind"] == "response"}
-    judge = Judge(pristine_data(data_dir), retriever, timeout=timeout) if api_items else None
+    # Loading every database up front turns missing or unverifiable data into one clear error
+    # instead of a tool exception on every sample.
+    judge = Judge(pristine_data(data_dir).preload(), retriever, timeout=timeout) if api_items else None
 
     output: dict[str, Any] = {}
     per_protocol: dict[str, dict[int, Verdict]] = {}

@@ -1,0 +1,26 @@
+"""Missing data is an environment error, raised once and clearly, never a tool exception per sample."""
+
+from __future__ import annotations
+
+import pytest
+
+from apibank_tools import Session
+from apibank_tools.environment import PristineData
+from apibank_tools.samples import iter_rows
+from apibank_tools.scoring import score
+from apibank_tools.upstream import BASE_URL_ENV, DATA_DIR_ENV, UpstreamDataError
+
+
+def test_a_tool_whose_database_is_missing_raises_instead_of_reporting(tmp_path):
+    session = Session("level-1-2", PristineData(tmp_path))
+    with pytest.raises(UpstreamDataError, match="init_database/Account.json"):
+        session.call("GetUserToken", {"username": "JohnDoe", "password": "pass123"})
+
+
+def test_scoring_without_data_fails_up_front(monkeypatch, tmp_path, data_dir):
+    rows = list(iter_rows("level-1", data_dir))[:3]
+    monkeypatch.delenv(DATA_DIR_ENV, raising=False)
+    monkeypatch.setenv(BASE_URL_ENV, "http://127.0.0.1:9")
+    monkeypatch.setenv("APIBANK_CACHE", str(tmp_path / "empty-cache"))
+    with pytest.raises(UpstreamDataError, match="could not download"):
+        score([r["expected_output"] for r in rows], [r["reference"] for r in rows])
