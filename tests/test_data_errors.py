@@ -24,3 +24,14 @@ def test_scoring_without_data_fails_up_front(monkeypatch, tmp_path, data_dir):
     monkeypatch.setenv("APIBANK_CACHE", str(tmp_path / "empty-cache"))
     with pytest.raises(UpstreamDataError, match="could not download"):
         score([r["expected_output"] for r in rows], [r["reference"] for r in rows])
+
+
+def test_an_unloadable_toolsearcher_model_raises_instead_of_reporting(monkeypatch, data_dir):
+    from apibank_tools import retrieval
+    from apibank_tools.errors import EnvironmentUnavailable
+
+    monkeypatch.setattr(retrieval, "_RETRIEVERS", {})
+    monkeypatch.setenv(retrieval.VOCAB_ENV, "/nonexistent/vocab.txt")
+    session = Session("level-1-2", PristineData(data_dir))
+    with pytest.raises(EnvironmentUnavailable, match="cannot be loaded"):
+        session.call("ToolSearcher", {"keywords": "weather"})

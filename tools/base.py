@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .upstream import UpstreamDataError
+from .errors import EnvironmentUnavailable
 
 if TYPE_CHECKING:
     from .environment import Session
@@ -93,7 +93,7 @@ class Tool:
         record["input"] = self.echo_input(values)
         try:
             output = self.run(**values)
-        except UpstreamDataError:  # missing data is the environment's failure, never the call's
+        except EnvironmentUnavailable:  # missing data or model: the environment's failure, not the call's
             raise
         except Exception as error:  # upstream tools report every failure of their own logic
             record["output"] = None

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from .errors import EnvironmentUnavailable
 from .text import space_before_capitals
 
 if TYPE_CHECKING:
@@ -267,7 +268,13 @@ def retriever_for(spec: str = "onnx") -> Retriever:
     """
     with _RETRIEVERS_LOCK:
         if spec not in _RETRIEVERS:
-            _RETRIEVERS[spec] = Retriever(_backend(spec))
+            try:
+                backend = _backend(spec)
+            except Exception as error:  # any load failure (missing package, file, model)
+                # Upstream reports a model that fails to load as each call's exception; here that
+                # would quietly fail every ToolSearcher sample, so it is an environment error.
+                raise EnvironmentUnavailable(f"ToolSearcher backend {spec!r} cannot be loaded: {error}") from error
+            _RETRIEVERS[spec] = Retriever(backend)
         return _RETRIEVERS[spec]
 
 

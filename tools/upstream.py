@@ -23,13 +23,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable
 
+from .errors import EnvironmentUnavailable
+
 DATA_DIR_ENV = "APIBANK_DATA_DIR"
 # Overrides the upstream host (mirrors, tests with a local server). Paths are appended as in upstream.
 BASE_URL_ENV = "APIBANK_UPSTREAM_URL"
 CACHE_ENV = "APIBANK_CACHE"
 
 
-class UpstreamDataError(RuntimeError):
+class UpstreamDataError(EnvironmentUnavailable):
     """A data file is missing, unreachable or does not match its pinned checksum."""
 
 
