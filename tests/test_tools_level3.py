@@ -13,7 +13,7 @@ import pytest
 from apibank_tools.base import CallRejected
 from apibank_tools.coercion import coerce_paper
 from apibank_tools.environment import Session, new_session
-from apibank_tools.level3.calculator import NEVER_TERMINATES
+from apibank_tools.level12.calculator import NON_TERMINATING as NEVER_TERMINATES
 from apibank_tools.registry import LEVEL_3
 
 GOLD_FILE = Path("test-data/level-3.json")
@@ -445,7 +445,7 @@ def _upstream_calculator(formula: str) -> tuple[Any, str | None]:
     """The splicing procedure of spec §2.3 written out literally, with a step cap for its endless loops."""
     import operator
 
-    from apibank_tools.level3.calculator import is_valid, tokenize
+    from apibank_tools.level12.calculator import _is_valid as is_valid, tokenise as tokenize
 
     apply = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
     steps = 0
