@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import math
-from typing import Any
+from typing import Any, Callable
 
 from .base import CallRejected, Tool
 
@@ -21,36 +21,56 @@ def _reject_name(key: str) -> CallRejected:
     return CallRejected("invalid_parameter_name", f"invalid parameter name. parameter: {key}", key)
 
 
-def coerce_paper(tool: type[Tool], arguments: dict[str, Any]) -> dict[str, Any]:
+def _paper_int(key: str, value: Any) -> int:
+    if isinstance(value, str) and not value.isdigit():
+        raise CallRejected("invalid_parameter_type", f"invalid parameter type. parameter: {value}", key)
+    try:
+        return int(value)
+    except (TypeError, ValueError) as error:  # e.g. '²' passes isdigit but not int()
+        raise CallRejected("invalid_value", str(error), key) from error
+
+
+def _paper_float(key: str, value: Any) -> float:
+    if isinstance(value, str) and not value.replace(".", "", 1).isdigit():
+        raise CallRejected("invalid_parameter_type", "invalid parameter type.", key)
+    try:
+        return float(value)
+    except (TypeError, ValueError) as error:
+        raise CallRejected("invalid_value", str(error), key) from error
+
+
+def _unchanged(key: str, value: Any) -> Any:
+    return value
+
+
+Converter = Callable[[str, Any], Any]
+
+PAPER_RULES: dict[str, Converter] = {
+    "int": _paper_int,
+    "float": _paper_float,
+    "bool": lambda key, value: value == "True",
+    "str": _unchanged,
+    "list": _unchanged,
+    "list(str)": _unchanged,
+}
+
+
+def _coerce(tool: type[Tool], arguments: dict[str, Any], rules: dict[str, Converter]) -> dict[str, Any]:
+    """Check each argument's name, then convert it by its declared type, in the caller's order."""
     declared = tool.input_parameters
     result: dict[str, Any] = {}
     for key, value in arguments.items():
         if key not in declared:
             raise _reject_name(key)
-        kind = declared[key]["type"]
-        if kind == "int":
-            if isinstance(value, str) and not value.isdigit():
-                raise CallRejected(
-                    "invalid_parameter_type", f"invalid parameter type. parameter: {value}", key
-                )
-            try:
-                result[key] = int(value)
-            except (TypeError, ValueError) as error:  # e.g. '²' passes isdigit but not int()
-                raise CallRejected("invalid_value", str(error), key) from error
-        elif kind == "float":
-            if isinstance(value, str) and not value.replace(".", "", 1).isdigit():
-                raise CallRejected("invalid_parameter_type", "invalid parameter type.", key)
-            try:
-                result[key] = float(value)
-            except (TypeError, ValueError) as error:
-                raise CallRejected("invalid_value", str(error), key) from error
-        elif kind == "bool":
-            result[key] = value == "True"
-        elif kind in ("str", "list", "list(str)"):
-            result[key] = value
-        else:
+        rule = rules.get(declared[key]["type"])
+        if rule is None:
             raise CallRejected("invalid_parameter_type", "invalid parameter type.", key)
+        result[key] = rule(key, value)
     return result
+
+
+def coerce_paper(tool: type[Tool], arguments: dict[str, Any]) -> dict[str, Any]:
+    return _coerce(tool, arguments, PAPER_RULES)
 
 
 def _type_error(key: str, value: Any, kind: str) -> CallRejected:
@@ -129,26 +149,18 @@ def _as_str(key: str, value: Any) -> str:
     raise _type_error(key, value, "str")
 
 
+TYPED_RULES: dict[str, Converter] = {
+    "int": _as_int,
+    "float": _as_float,
+    "bool": _as_bool,
+    "str": _as_str,
+    "list": lambda key, value: _as_list(key, value, "list"),
+    "list(str)": lambda key, value: _as_list(key, value, "list(str)"),
+}
+
+
 def coerce_typed(tool: type[Tool], arguments: dict[str, Any]) -> dict[str, Any]:
-    declared = tool.input_parameters
-    result: dict[str, Any] = {}
-    for key, value in arguments.items():
-        if key not in declared:
-            raise _reject_name(key)
-        kind = declared[key]["type"]
-        if kind == "int":
-            result[key] = _as_int(key, value)
-        elif kind == "float":
-            result[key] = _as_float(key, value)
-        elif kind == "bool":
-            result[key] = _as_bool(key, value)
-        elif kind in ("list", "list(str)"):
-            result[key] = _as_list(key, value, kind)
-        elif kind == "str":
-            result[key] = _as_str(key, value)
-        else:
-            raise CallRejected("invalid_parameter_type", "invalid parameter type.", key)
-    return result
+    return _coerce(tool, arguments, TYPED_RULES)
 
 
 def no_coercion(tool: type[Tool], arguments: dict[str, Any]) -> dict[str, Any]:
