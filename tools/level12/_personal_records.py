@@ -6,10 +6,13 @@ matches, in store order. Their key choice and their checks have upstream quirks 
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..base import Record, ToolError
 from ..text import FULL, similar, validate
+
+if TYPE_CHECKING:
+    from ..environment import Session
 
 
 def count_based_key(store: dict[Any, Any]) -> int:
@@ -50,6 +53,33 @@ def no_meeting_error(meeting_topic: Any, start_time: Any) -> ToolError:
     if meeting_topic:
         return ToolError(f"You have no meeting about {meeting_topic}")
     return ToolError(f"You have no meeting at time : {start_time}")
+
+
+# The input schema Add/Delete/Modify/QueryMeeting all declare (upstream prompt data, byte-exact).
+MEETING_PARAMETERS = {
+    "token": {"type": "str", "description": "User's token."},
+    "meeting_topic": {"type": "str", "description": "The title of the meeting, no more than 50 characters."},
+    "start_time": {"type": "str", "description": "The start time of the meeting, in the pattern of %Y-%m-%d %H:%M:%S"},
+    "end_time": {"type": "str", "description": "The end time of the meeting, in the pattern of %Y-%m-%d %H:%M:%S"},
+    "location": {"type": "str", "description": "The location where the meeting to be held, no more than 100 characters."},
+    "attendees": {"type": "list(str)", "description": "The attendees of the meeting, including names, positions and other information."},
+}
+
+
+def find_meeting(
+    session: "Session", token: Any, meeting_topic: Any, start_time: Any, end_time: Any, *, writable: bool
+) -> tuple[dict[str, Any], Any]:
+    """Delete/Modify/QueryMeeting's lookup: validate, resolve the token, then the owner's first
+    meeting (store order) with that topic or that start time. Returns the store and the key."""
+    validate_meeting_times(meeting_topic, start_time, end_time)
+    username = session.resolve_token(token)
+    meetings = session.store("Meeting", writable=writable)
+    key = first_owned(
+        meetings, username, lambda meeting: meeting["meeting_topic"] == meeting_topic or meeting["start_time"] == start_time
+    )
+    if key is None:
+        raise no_meeting_error(meeting_topic, start_time)
+    return meetings, key
 
 
 def meeting_check(response: Record, gold: Record) -> bool:

@@ -7,7 +7,7 @@ from typing import Any
 from ..base import Record, Tool, ToolError
 from ..registry import LEVEL_1_2
 from ..text import FULL, validate
-from ._personal_records import max_based_key, meeting_check
+from ._personal_records import MEETING_PARAMETERS, max_based_key, meeting_check
 
 
 @LEVEL_1_2.register
@@ -20,14 +20,7 @@ class AddMeeting(Tool):
 
     name = "AddMeeting"
     description = "This API allows users to make a reservation for a meeting and store the meeting information (e.g., topic, time, location, attendees) in the database."
-    input_parameters = {
-        "token": {"type": "str", "description": "User's token."},
-        "meeting_topic": {"type": "str", "description": "The title of the meeting, no more than 50 characters."},
-        "start_time": {"type": "str", "description": "The start time of the meeting, in the pattern of %Y-%m-%d %H:%M:%S"},
-        "end_time": {"type": "str", "description": "The end time of the meeting, in the pattern of %Y-%m-%d %H:%M:%S"},
-        "location": {"type": "str", "description": "The location where the meeting to be held, no more than 100 characters."},
-        "attendees": {"type": "list(str)", "description": "The attendees of the meeting, including names, positions and other information."},
-    }
+    input_parameters = MEETING_PARAMETERS
     output_parameters = {
         "status": {"type": "str", "description": "success or failed"},
     }

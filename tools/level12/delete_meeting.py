@@ -7,7 +7,7 @@ from typing import Any
 
 from ..base import Record, Tool
 from ..registry import LEVEL_1_2
-from ._personal_records import deletion_check, first_owned, no_meeting_error, validate_meeting_times
+from ._personal_records import MEETING_PARAMETERS, deletion_check, find_meeting
 
 
 @LEVEL_1_2.register
@@ -16,14 +16,7 @@ class DeleteMeeting(Tool):
 
     name = "DeleteMeeting"
     description = "This API allows users to delete a reservation for a meeting and remove the meeting information in the database."
-    input_parameters = {
-        "token": {"type": "str", "description": "User's token."},
-        "meeting_topic": {"type": "str", "description": "The title of the meeting, no more than 50 characters."},
-        "start_time": {"type": "str", "description": "The start time of the meeting, in the pattern of %Y-%m-%d %H:%M:%S"},
-        "end_time": {"type": "str", "description": "The end time of the meeting, in the pattern of %Y-%m-%d %H:%M:%S"},
-        "location": {"type": "str", "description": "The location where the meeting to be held, no more than 100 characters."},
-        "attendees": {"type": "list(str)", "description": "The attendees of the meeting, including names, positions and other information."},
-    }
+    input_parameters = MEETING_PARAMETERS
     output_parameters = {
         "status": {"type": "str", "description": "success or failed"},
     }
@@ -32,16 +25,7 @@ class DeleteMeeting(Tool):
     def run(
         self, token: Any, meeting_topic: Any, start_time: Any, end_time: Any, location: Any, attendees: Any
     ) -> str:
-        validate_meeting_times(meeting_topic, start_time, end_time)
-        username = self.session.resolve_token(token)
-        meetings = self.session.store("Meeting")
-        key = first_owned(
-            meetings,
-            username,
-            lambda meeting: meeting["meeting_topic"] == meeting_topic or meeting["start_time"] == start_time,
-        )
-        if key is None:
-            raise no_meeting_error(meeting_topic, start_time)
+        meetings, key = find_meeting(self.session, token, meeting_topic, start_time, end_time, writable=True)
         del meetings[key]
         return "success"
 
