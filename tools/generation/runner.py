@@ -108,7 +108,7 @@ def generate_predictions(
                 writer.write(records)
             bar.update(len(chunk))
             elapsed = time.perf_counter() - started
-            bar.set_postfix(rate=f"{len(produced) / elapsed:.2f}/s" if elapsed > 0 else "-")
+            bar.set_postfix(rate=f"{len(produced) / elapsed:.2f}/s" if elapsed > 0 else "-", refresh=False)
     finally:
         bar.close()
         if writer is not None:
