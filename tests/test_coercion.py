@@ -32,6 +32,14 @@ def test_paper_int_unicode_digit_is_the_original_crash():
     assert info.value.kind == "invalid_value"
 
 
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan"), [1], None])
+def test_paper_int_structured_non_numbers_are_rejected_not_raised(value):
+    # Structured arguments (tools format, replay) reach the paper rules without passing through text.
+    with pytest.raises(CallRejected) as info:
+        coerce_paper(BOOK_HOTEL, {"room_count": value})
+    assert info.value.kind == "invalid_value"
+
+
 @pytest.mark.parametrize("text,expected", [(".5", 0.5), ("5.", 5.0), ("40.7128", 40.7128)])
 def test_paper_float_allows_one_dot(text, expected):
     assert coerce_paper(WEATHER, {"latitude": text}) == {"latitude": expected}

@@ -26,7 +26,7 @@ def _paper_int(key: str, value: Any) -> int:
         raise CallRejected("invalid_parameter_type", f"invalid parameter type. parameter: {value}", key)
     try:
         return int(value)
-    except (TypeError, ValueError) as error:  # e.g. '²' passes isdigit but not int()
+    except (TypeError, ValueError, OverflowError) as error:  # '²' passes isdigit, not int(); inf
         raise CallRejected("invalid_value", str(error), key) from error
 
 
