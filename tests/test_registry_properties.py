@@ -125,7 +125,7 @@ def test_hostile_arguments_get_a_verdict_never_a_crash(set_name, tool, coercion,
     data = pristine_data(data_dir)
     cls = TOOLSETS[set_name].get(tool)
 
-    @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), database=None, derandomize=True)
     @given(arguments=_arguments_for(cls))
     def check(arguments):
         session = Session(set_name, data, timeout=5)
