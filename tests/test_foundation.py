@@ -57,6 +57,20 @@ def test_manifest_matches_shared_copy(data_dir):
     )
 
 
+def test_git_blob_ids_match_the_upstream_tree(data_dir):
+    """The level-1/2 training files are pinned only by git blob id; the same hash checks every file here."""
+    entries = upstream.manifest().files
+    for path, entry in entries.items():
+        if entry.sha256:
+            assert upstream.git_blob_of((data_dir / path).read_bytes()) == entry.git_blob, path
+    blob_only = next(e for e in entries.values() if e.sha256 is None)
+    source = (data_dir / "training-data/lv3-api-train.json").read_bytes()
+    lookalike = upstream.UpstreamFile(blob_only.path, None, None, upstream.git_blob_of(source))
+    upstream.verify(lookalike, source, "a test")
+    with pytest.raises(upstream.UpstreamDataError, match=r"git blob .*, expected"):
+        upstream.verify(lookalike, source + b" ", "a test")
+
+
 def test_local_data_dir_missing_file_names_file_and_place(tmp_path):
     with pytest.raises(upstream.UpstreamDataError, match=r"init_database/Account.json.*expected at"):
         upstream.fetch("init_database/Account.json", tmp_path)
