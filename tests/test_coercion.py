@@ -40,6 +40,14 @@ def test_paper_int_structured_non_numbers_are_rejected_not_raised(value):
     assert info.value.kind == "invalid_value"
 
 
+@pytest.mark.parametrize("coerce,kind", [(coerce_paper, "invalid_value"), (coerce_typed, "invalid_parameter_type")])
+def test_int_beyond_float_range_for_a_float_parameter_is_rejected(coerce, kind):
+    # ast reads a 400-digit literal as an int; float() of it overflows.
+    with pytest.raises(CallRejected) as info:
+        coerce(WEATHER, {"latitude": 10**400})
+    assert info.value.kind == kind
+
+
 @pytest.mark.parametrize("text,expected", [(".5", 0.5), ("5.", 5.0), ("40.7128", 40.7128)])
 def test_paper_float_allows_one_dot(text, expected):
     assert coerce_paper(WEATHER, {"latitude": text}) == {"latitude": expected}

@@ -35,7 +35,7 @@ def _paper_float(key: str, value: Any) -> float:
         raise CallRejected("invalid_parameter_type", "invalid parameter type.", key)
     try:
         return float(value)
-    except (TypeError, ValueError) as error:
+    except (TypeError, ValueError, OverflowError) as error:  # an int beyond float's range
         raise CallRejected("invalid_value", str(error), key) from error
 
 
@@ -98,17 +98,12 @@ def _as_int(key: str, value: Any) -> int:
 
 
 def _as_float(key: str, value: Any) -> float:
-    if isinstance(value, bool):
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise _type_error(key, value, "float")
-    if isinstance(value, (int, float)):
-        number = float(value)
-    elif isinstance(value, str):
-        try:
-            number = float(value.strip())
-        except ValueError:
-            raise _type_error(key, value, "float") from None
-    else:
-        raise _type_error(key, value, "float")
+    try:
+        number = float(value.strip() if isinstance(value, str) else value)
+    except (ValueError, OverflowError):  # OverflowError: an int beyond float's range
+        raise _type_error(key, value, "float") from None
     if not math.isfinite(number):
         raise _type_error(key, value, "float")
     return number
