@@ -1,6 +1,6 @@
 """API-Bank (Li et al., EMNLP 2023) as typed Arrow datasets.
 
-Configs (one table, :data:`apibank_tools.hub_dataset.CONFIGS`):
+Configs (one table, :data:`apibank.data.features.CONFIGS`):
 
 * ``level-1``, ``level-2``, ``level-3``: split ``test``; rows as in ``CONTRACTS.md`` §1, each with a
   ``reference`` JSON for the ``apibank`` metric;
@@ -29,8 +29,8 @@ from typing import Iterator
 
 import datasets
 
-from apibank_tools.hub_dataset import CONFIGS, FEATURES, mapping_of, resolve_files
-from apibank_tools.samples import iter_rows, mapping_source
+from apibank.data.features import CONFIGS, FEATURES, mapping_of, resolve_files
+from apibank.data.rows import iter_rows, mapping_source
 
 _CITATION = """\
 @inproceedings{li-etal-2023-api,

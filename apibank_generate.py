@@ -1,7 +1,7 @@
-"""Generate API-Bank predictions with any causal LM: a thin layer over ``apibank_tools.generation``.
+"""Generate API-Bank predictions with any causal LM: a thin layer over ``apibank.generate``.
 
 >>> from apibank_generate import generate                                   # doctest: +SKIP
->>> from apibank_tools.samples import iter_rows                             # doctest: +SKIP
+>>> from apibank import iter_rows                                      # doctest: +SKIP
 >>> rows = list(iter_rows("level-1"))[:8]                                   # doctest: +SKIP
 >>> predictions = generate("Qwen/Qwen2.5-0.5B-Instruct", rows, fmt="tools")  # doctest: +SKIP
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from apibank_tools.generation import (
+from apibank.generate import (
     BACKENDS,
     FORMATS,
     Backend,
@@ -24,7 +24,7 @@ from apibank_tools.generation import (
     generate_predictions,
     make_backend,
 )
-from apibank_tools.generation.runner import default_stops
+from apibank.generate.runner import default_stops
 
 
 def generate(

@@ -3,7 +3,7 @@
 import datasets
 import evaluate
 
-import apibank_tools.scoring
+import apibank
 
 _CITATION = """\
 @inproceedings{li-etal-2023-api,
@@ -103,7 +103,7 @@ class Apibank(evaluate.Metric):
         timeout=2.0,
         data_dir=None,
     ):
-        results = apibank_tools.scoring.score(
+        results = apibank.score(
             predictions,
             references,
             protocols=protocols,

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import datasets
 
+from apibank.data.rows import TEST_CONFIGS, iter_rows
 from apibank_dataset import ApiBank
-from apibank_tools.samples import TEST_CONFIGS, iter_rows
 
 
 def _seconds(fn) -> float:

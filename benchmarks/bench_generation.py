@@ -30,14 +30,14 @@ def main() -> None:
 
     import torch
 
-    from apibank_tools.generation import (
+    from apibank.generate import (
         DecodingSettings,
         TransformersBackend,
         build_conversation,
         generate_predictions,
     )
-    from apibank_tools.generation.evaluation import load_rows
-    from apibank_tools.generation.tiny import build_tiny_model
+    from apibank.generate.tiny import build_tiny_model
+    from apibank.pipeline import load_rows
 
     per_level = -(-args.rows // 6)  # API-call and response rows of three levels
     rows = load_rows(None, args.data_dir, limit=per_level)[: args.rows]

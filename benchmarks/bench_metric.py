@@ -2,7 +2,7 @@
 
 Side by side in one run:
 
-* metric:   ``apibank_tools.scoring.score`` over all rows (API and response, levels 1-3), with the
+* metric:   ``apibank.judge.scoring.score`` over all rows (API and response, levels 1-3), with the
             pristine databases parsed once per process and a fresh session per judged call;
 * baseline: the same judging, but re-initialising the tool environment for every API sample as the
             original evaluator does (a new pristine-data object that re-reads and parses every
@@ -26,12 +26,13 @@ import statistics
 import time
 
 from apibank_tools.environment import PristineData, pristine_data
-from apibank_tools.judging import CachedRetriever, Judge
 from apibank_tools.registry import LEVEL_1_2, LEVEL_3
 from apibank_tools.retrieval import catalogue
-from apibank_tools.samples import TEST_CONFIGS, iter_rows
-from apibank_tools.scoring import response_scores, score
-from apibank_tools.upstream import resolve_data_dir
+
+from apibank.data.rows import TEST_CONFIGS, iter_rows
+from apibank.data.upstream import resolve_data_dir
+from apibank.judge.judging import CachedRetriever, Judge
+from apibank.judge.scoring import response_scores, score
 
 
 def _baseline(predictions: list[str], references: list[dict], data_dir, retriever: CachedRetriever) -> None:

@@ -10,10 +10,10 @@ import yaml
 from huggingface_hub import ModelCard, parse_eval_result_entries
 
 import apibank_cli
-from apibank_tools.generation import TransformersBackend
-from apibank_tools.generation.evaluation import load_rows
-from apibank_tools.generation.predictions import read_predictions
-from apibank_tools.generation.tiny import build_tiny_model
+from apibank.generate import TransformersBackend
+from apibank.generate.predictions import read_predictions
+from apibank.generate.tiny import build_tiny_model
+from apibank.pipeline import load_rows
 
 OUTPUT_FILES = (
     "results.json",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from apibank_tools import LEVEL_1_2, LEVEL_3, CallRejected
 from apibank_tools.coercion import coerce_paper, coerce_typed
 

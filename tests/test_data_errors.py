@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-
 from apibank_tools import Session
 from apibank_tools.environment import PristineData
-from apibank_tools.samples import iter_rows
-from apibank_tools.scoring import score
-from apibank_tools.upstream import BASE_URL_ENV, DATA_DIR_ENV, UpstreamDataError
+
+from apibank.data.rows import iter_rows
+from apibank.data.upstream import BASE_URL_ENV, DATA_DIR_ENV, UpstreamDataError
+from apibank.judge.scoring import score
 
 
 def test_a_tool_whose_database_is_missing_raises_instead_of_reporting(tmp_path):

@@ -15,9 +15,14 @@ import datasets
 import pytest
 import yaml
 
+from apibank.data.rows import TRAINING_CONFIG, iter_rows, required_files
+from apibank.data.upstream import (
+    BASE_URL_ENV,
+    DATA_DIR_ENV,
+    UpstreamDataError,
+    manifest,
+)
 from apibank_dataset import ApiBank
-from apibank_tools.samples import TRAINING_CONFIG, iter_rows, required_files
-from apibank_tools.upstream import BASE_URL_ENV, DATA_DIR_ENV, UpstreamDataError, manifest
 
 TEST_CONFIGS = ("level-1", "level-2", "level-3")
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,7 +52,7 @@ def test_local_build_matches_rows(data_dir, local_cache, config):
 
 
 def test_config_table_is_the_single_source():
-    from apibank_tools.hub_dataset import CONFIGS
+    from apibank.data.features import CONFIGS
 
     assert [(c.name, c.split, c.row_schema, c.description) for c in ApiBank.BUILDER_CONFIGS] == [
         (c.name, c.split, c.row_schema, c.description) for c in CONFIGS

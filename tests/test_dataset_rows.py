@@ -1,4 +1,4 @@
-"""The dataset rows (apibank_tools.samples) against the upstream test-data, sample by sample."""
+"""The dataset rows (apibank.data.rows) against the upstream test-data, sample by sample."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import json
 from collections import Counter
 
 import pytest
-
 from apibank_tools.registry import LEVEL_1_2
-from apibank_tools.samples import (
+
+from apibank.data.rows import (
     LEVEL_3_HEADER,
     TRAINING_CONFIG,
     dialogue_samples,
@@ -16,7 +16,7 @@ from apibank_tools.samples import (
     iter_rows,
     required_files,
 )
-from apibank_tools.upstream import UpstreamDataError, manifest
+from apibank.data.upstream import UpstreamDataError, manifest
 
 TURN_KEYS = {"role", "text", "api_name", "arguments", "result"}
 ROW_KEYS = {

@@ -11,8 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
-
-from apibank_tools import upstream
+from apibank.data import upstream
 
 REPO = Path(__file__).resolve().parents[1]
 

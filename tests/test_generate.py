@@ -10,7 +10,8 @@ import threading
 
 import pytest
 
-from apibank_tools.generation import (
+from apibank.data.rows import iter_rows
+from apibank.generate import (
     DecodingSettings,
     OpenAIBackend,
     OracleBackend,
@@ -19,16 +20,15 @@ from apibank_tools.generation import (
     generate_predictions,
     make_backend,
 )
-from apibank_tools.generation.backends import Completion, EndpointError
-from apibank_tools.generation.conversation import FORMATS, history_call_text
-from apibank_tools.generation.evaluation import load_rows
-from apibank_tools.generation.predictions import ResumeMismatch, read_predictions
-from apibank_tools.generation.runner import PAPER_STOPS, cut_at_stop, default_stops, finish
-from apibank_tools.generation.tiny import build_tiny_model
-from apibank_tools.generation.toolcalls import call_text, calls_from_message, calls_in_text
-from apibank_tools.parsing.paper import parse_paper
-from apibank_tools.parsing.typed import parse_typed
-from apibank_tools.samples import iter_rows
+from apibank.generate.backends import Completion, EndpointError
+from apibank.generate.conversation import FORMATS, history_call_text
+from apibank.generate.predictions import ResumeMismatch, read_predictions
+from apibank.generate.runner import PAPER_STOPS, cut_at_stop, default_stops, finish
+from apibank.generate.tiny import build_tiny_model
+from apibank.generate.toolcalls import call_text, calls_from_message, calls_in_text
+from apibank.judge.parsing.paper import parse_paper
+from apibank.judge.parsing.typed import parse_typed
+from apibank.pipeline import load_rows
 
 SETTINGS = DecodingSettings(max_new_tokens=6)
 

@@ -9,16 +9,16 @@ import pytest
 import yaml
 from huggingface_hub import EvalResult, ModelCard, parse_eval_result_entries
 
-from apibank_tools.generation import leaderboard
-from apibank_tools.generation.leaderboard import (
+from apibank.hub import leaderboard
+from apibank.hub.leaderboard import (
     EVAL_RESULTS_FILE,
     TASKS,
     eval_yaml,
     push_to_hub,
     write_leaderboard_files,
 )
-from apibank_tools.generation.report import PLOTS, api_error_rates, write_report
-from apibank_tools.generation.table import format_table
+from apibank.report.markdown import PLOTS, api_error_rates, write_report
+from apibank.report.table import format_table
 
 DATASET = "someone/API-Bank"
 

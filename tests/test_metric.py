@@ -12,9 +12,9 @@ import evaluate
 import pytest
 
 import apibank_cli
-from apibank_tools.cli.export_metric import push_metric
-from apibank_tools.samples import iter_rows
-from apibank_tools.scoring import ReferenceError, score
+from apibank.cli.export_metric import push_metric
+from apibank.data.rows import iter_rows
+from apibank.judge.scoring import ReferenceError, score
 
 METRIC_SCRIPT = Path(__file__).resolve().parents[1] / "apibank_metric.py"
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from apibank_tools.judging import CachedRetriever
-from apibank_tools.samples import iter_rows
-from apibank_tools.scoring import score
+from apibank.data.rows import iter_rows
+from apibank.judge.judging import CachedRetriever
+from apibank.judge.scoring import score
 
 
 @pytest.fixture(scope="module")

@@ -5,13 +5,13 @@ from __future__ import annotations
 import random
 
 import pytest
+from apibank_tools.registry import LEVEL_1_2, LEVEL_3
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from apibank_tools.judging import CachedRetriever
-from apibank_tools.registry import LEVEL_1_2, LEVEL_3
-from apibank_tools.samples import iter_rows
-from apibank_tools.scoring import score
+from apibank.data.rows import iter_rows
+from apibank.judge.judging import CachedRetriever
+from apibank.judge.scoring import score
 
 BATCH = 100
 EXAMPLES = 100

@@ -6,12 +6,12 @@ from __future__ import annotations
 import random
 
 import pytest
-
 from apibank_tools.base import ToolError
-from apibank_tools.judging import CachedRetriever
 from apibank_tools.registry import LEVEL_1_2
-from apibank_tools.samples import iter_rows
-from apibank_tools.scoring import score
+
+from apibank.data.rows import iter_rows
+from apibank.judge.judging import CachedRetriever
+from apibank.judge.scoring import score
 
 # level-1 failures of the original with its network tools working (spec §5.2), file stem#id -> category
 LEVEL_1_FAILURES = {

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apibank_tools.parsing import ParseError, parse_paper, parse_typed
-from apibank_tools.parsing.paper import (
+from apibank.judge.parsing import ParseError, parse_paper, parse_typed
+from apibank.judge.parsing.paper import (
     ORIGINAL_CALL_PATTERN,
     ORIGINAL_PARAMETER_PATTERN,
     extract_paper,

@@ -6,12 +6,11 @@ import json
 import re
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from apibank_tools import LEVEL_1_2, LEVEL_3, CallRejected, Session, pristine_data
 from apibank_tools.base import CallTimeout
 from apibank_tools.registry import TOOLSETS, ToolSet
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 ALL_TOOLS = [(set_name, tool) for set_name, tools in TOOLSETS.items() for tool in tools.names()]
 ENVELOPE_KEYS = {"api_name", "input", "output", "exception"}

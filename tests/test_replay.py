@@ -8,9 +8,9 @@ import subprocess
 import sys
 
 import pytest
-
 from apibank_tools import Session, pristine_data
-from apibank_tools.replay import run_replay
+
+from apibank.judge.replay import run_replay
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,13 @@ import random
 
 import pytest
 
-from apibank_tools.rouge import EmptyText, lcs_length, needs_deep_recursion, rouge_l, rouge_score_l
+from apibank.judge.rouge import (
+    EmptyText,
+    lcs_length,
+    needs_deep_recursion,
+    rouge_l,
+    rouge_score_l,
+)
 
 VECTORS = [
     ("the cat sat", "the cat sat", 0.999999995),

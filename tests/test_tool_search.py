@@ -9,7 +9,6 @@ from typing import Sequence
 
 import numpy as np
 import pytest
-
 from apibank_tools.environment import new_session
 from apibank_tools.registry import LEVEL_1_2, LEVEL_3
 from apibank_tools.retrieval import (

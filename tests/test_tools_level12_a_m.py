@@ -11,13 +11,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from apibank_tools import new_session
 from apibank_tools.base import CallRejected
-from apibank_tools.registry import LEVEL_1_2
 from apibank_tools.level12.calculator import NON_TERMINATING
+from apibank_tools.registry import LEVEL_1_2
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 SPEC = Path(__file__).resolve().parents[1].parent / "shared" / "spec" / "tools-a-m.md"
 DIALOGUE_FOLDERS = ("lv1-lv2-samples/level-1-given-desc", "lv1-lv2-samples/level-2-toolsearcher")

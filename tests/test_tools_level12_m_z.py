@@ -11,7 +11,6 @@ from functools import lru_cache
 from pathlib import Path
 
 import pytest
-
 from apibank_tools.base import CallRejected
 from apibank_tools.environment import new_session
 from apibank_tools.level12.search_engine import Bm25, treebank_tokens

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from apibank_tools.base import CallRejected
 from apibank_tools.coercion import coerce_paper
 from apibank_tools.environment import Session, new_session
@@ -445,7 +444,8 @@ def _upstream_calculator(formula: str) -> tuple[Any, str | None]:
     """The splicing procedure of spec §2.3 written out literally, with a step cap for its endless loops."""
     import operator
 
-    from apibank_tools.level12.calculator import _is_valid as is_valid, tokenise as tokenize
+    from apibank_tools.level12.calculator import _is_valid as is_valid
+    from apibank_tools.level12.calculator import tokenise as tokenize
 
     apply = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
     steps = 0

@@ -16,14 +16,29 @@ Two kinds of failure are kept apart, as upstream does:
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any, ClassVar
+import random
+from typing import Any, ClassVar, Protocol
 
 from .errors import EnvironmentUnavailable
 
-if TYPE_CHECKING:
-    from .environment import Session
-
 Record = dict[str, Any]
+
+
+class ToolHost(Protocol):
+    """What a tool sees of its session (``environment.Session`` is the implementation).
+
+    Declared here so that the base class does not import the environment that imports it.
+    """
+
+    rng: random.Random
+    data: Any  # environment.PristineData: ``data.source`` is where the files come from
+
+    @property
+    def retriever(self) -> Any: ...
+
+    def store(self, name: str, *, writable: bool = True) -> Any: ...
+
+    def resolve_token(self, token: Any) -> str: ...
 
 
 class ToolError(Exception):
@@ -77,7 +92,7 @@ class Tool:
     # Upstream module file name, which fixes the ToolSearcher catalogue order.
     module_name: ClassVar[str] = ""
 
-    def __init__(self, session: "Session") -> None:
+    def __init__(self, session: ToolHost) -> None:
         self.session = session
 
     # ----------------------------------------------------------------------------- execution

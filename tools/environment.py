@@ -20,29 +20,27 @@ import os
 import random
 import signal
 import threading
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from .base import CallTimeout, Record, Tool
 from .coercion import COERCERS
+from .data import DataSource, as_source
 from .registry import ToolSet, toolset
-from .upstream import fetch, manifest, resolve_data_dir
 
 DEFAULT_CALL_TIMEOUT = 10.0
 
 
 class PristineData:
-    """The initial tool databases, read once and never modified."""
+    """The initial tool databases of one data source, read once and never modified."""
 
-    def __init__(self, data_dir: str | os.PathLike[str] | None = None) -> None:
-        self.data_dir = data_dir
+    def __init__(self, source: DataSource | str | os.PathLike[str] | None = None) -> None:
+        self.source = as_source(source)
         self._stores: dict[str, Any] = {}
         self._lock = threading.Lock()
 
-    @staticmethod
-    def database_names() -> list[str]:
-        return [Path(p).stem for p in manifest().under("init_database", ".json")]
+    def database_names(self) -> list[str]:
+        return [Path(p).stem for p in self.source.paths("init_database", ".json")]
 
     def store(self, name: str) -> Any:
         """The pristine content of ``init_database/<name>.json``. Callers must not modify it."""
@@ -52,8 +50,7 @@ class PristineData:
             pass
         with self._lock:
             if name not in self._stores:
-                path = fetch(f"init_database/{name}.json", self.data_dir)
-                self._stores[name] = json.loads(path.read_text("utf-8"))
+                self._stores[name] = json.loads(self.source.read_text(f"init_database/{name}.json"))
         return self._stores[name]
 
     def preload(self) -> "PristineData":
@@ -62,15 +59,18 @@ class PristineData:
         return self
 
 
-@lru_cache(maxsize=8)
-def _shared(key: str | None) -> PristineData:
-    return PristineData(key)
+_shared: dict[str, PristineData] = {}
+_shared_lock = threading.Lock()
 
 
-def pristine_data(data_dir: str | os.PathLike[str] | None = None) -> PristineData:
-    """The process-wide pristine data for a data source (resolved like ``upstream.fetch``)."""
-    local = resolve_data_dir(data_dir)
-    return _shared(str(local.resolve()) if local is not None else None)
+def pristine_data(source: DataSource | str | os.PathLike[str] | None = None) -> PristineData:
+    """The process-wide pristine data of a source (a ``DataSource``, a folder, or ``$APIBANK_DATA_DIR``)."""
+    resolved = as_source(source)
+    with _shared_lock:
+        data = _shared.get(resolved.key)
+        if data is None:
+            data = _shared[resolved.key] = PristineData(resolved)
+        return data
 
 
 @contextlib.contextmanager
@@ -185,5 +185,5 @@ class Session:
         return results
 
 
-def new_session(tools: str, data_dir: str | os.PathLike[str] | None = None, **kwargs: Any) -> Session:
-    return Session(tools, pristine_data(data_dir), **kwargs)
+def new_session(tools: str, data: DataSource | str | os.PathLike[str] | None = None, **kwargs: Any) -> Session:
+    return Session(tools, pristine_data(data), **kwargs)

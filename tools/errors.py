@@ -8,3 +8,7 @@ the same tool exception and silently skew the scores; these raise instead.
 
 class EnvironmentUnavailable(RuntimeError):
     """Something every call depends on (data files, the retrieval model) is not available."""
+
+
+class UpstreamDataError(EnvironmentUnavailable):
+    """A benchmark data file is missing, unreachable or does not match its pinned checksum."""

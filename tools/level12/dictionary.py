@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-from functools import lru_cache
+import threading
 from typing import Any
 
 from ..base import Record, Tool, ToolError
+from ..data import DataSource
 from ..registry import LEVEL_1_2
-from ..upstream import fetch, manifest, resolve_data_dir
 
 _DIALOGUE_FOLDERS = ("lv1-lv2-samples/level-1-given-desc", "lv1-lv2-samples/level-2-toolsearcher")
 
@@ -20,15 +19,18 @@ def normalise_keyword(keyword: str) -> str:
     return keyword.replace("_", " ").strip().lower()
 
 
-@lru_cache(maxsize=8)
-def _recorded_entries(data_source: str | None) -> dict[str, Any]:
+_entries: dict[str, dict[str, Any]] = {}
+_entries_lock = threading.Lock()
+
+
+def _load_entries(source: DataSource) -> dict[str, Any]:
     entries: dict[str, Any] = {}
     for folder in _DIALOGUE_FOLDERS:
         # Dialogue files are named after the tools they exercise; only these hold Dictionary turns.
-        for path in manifest().under(folder, ".jsonl"):
+        for path in source.paths(folder, ".jsonl"):
             if "Dictionary" not in path.rsplit("/", 1)[-1]:
                 continue
-            for line in fetch(path, data_source).read_text("utf-8").splitlines():
+            for line in source.read_text(path).splitlines():
                 turn = json.loads(line) if line.strip() else {}
                 result = turn.get("result") if turn.get("api_name") == "Dictionary" else None
                 if result and result.get("exception") is None and result.get("output") is not None:
@@ -36,10 +38,12 @@ def _recorded_entries(data_source: str | None) -> dict[str, Any]:
     return entries
 
 
-def recorded_entries(data_dir: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+def recorded_entries(source: DataSource) -> dict[str, Any]:
     """Normalised keyword -> recorded ``meanings`` list, read once per data source. Do not modify."""
-    local = resolve_data_dir(data_dir)
-    return _recorded_entries(str(local.resolve()) if local is not None else None)
+    with _entries_lock:
+        if source.key not in _entries:
+            _entries[source.key] = _load_entries(source)
+        return _entries[source.key]
 
 
 @LEVEL_1_2.register
@@ -65,7 +69,7 @@ class Dictionary(Tool):
 
     def run(self, keyword: Any) -> Any:
         word = normalise_keyword(keyword)
-        entries = recorded_entries(self.session.data.data_dir)
+        entries = recorded_entries(self.session.data.source)
         if word not in entries:
             raise ToolError(
                 f"Failed. {word!r} is not in the offline dictionary, which only holds the recorded lookups."

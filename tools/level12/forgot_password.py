@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..base import CallRejected, Record, Tool, ToolError, fields_equal, missing_argument_message
+from ..base import (
+    CallRejected,
+    Record,
+    Tool,
+    ToolError,
+    fields_equal,
+    missing_argument_message,
+)
 from ..registry import LEVEL_1_2
 
 if TYPE_CHECKING:

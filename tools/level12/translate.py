@@ -17,8 +17,8 @@ import threading
 from typing import Any
 
 from ..base import Record, Tool, ToolError, fields_equal
+from ..data import DataSource
 from ..registry import LEVEL_1_2
-from ..upstream import fetch, manifest, resolve_data_dir
 
 DIALOGUES = "lv1-lv2-samples"
 
@@ -62,20 +62,18 @@ _recorded: dict[str, _RecordedTable] = {}
 _recorded_lock = threading.Lock()
 
 
-def recorded_translations(data_dir: Any = None) -> _RecordedTable:
+def recorded_translations(source: DataSource) -> _RecordedTable:
     """The successful Translate results recorded in the dialogue files of a data source."""
-    local = resolve_data_dir(data_dir)
-    key = str(local.resolve()) if local is not None else ""
     with _recorded_lock:
-        if key not in _recorded:
-            _recorded[key] = _load_recorded(data_dir)
-        return _recorded[key]
+        if source.key not in _recorded:
+            _recorded[source.key] = _load_recorded(source)
+        return _recorded[source.key]
 
 
-def _load_recorded(data_dir: Any) -> _RecordedTable:
+def _load_recorded(data_source: DataSource) -> _RecordedTable:
     table: _RecordedTable = {}
-    for path in manifest().under(DIALOGUES, ".jsonl"):
-        for line in fetch(path, data_dir).read_text("utf-8").splitlines():
+    for path in data_source.paths(DIALOGUES, ".jsonl"):
+        for line in data_source.read_text(path).splitlines():
             if '"Translate"' not in line:
                 continue
             turn = json.loads(line)
@@ -118,7 +116,7 @@ class Translate(Tool):
     def run(self, src: Any, src_lang: Any, tgt_lang: Any) -> str:
         target = "en" if tgt_lang is None else language_code(tgt_lang)
         source = AUTO if src_lang is None else language_code(src_lang)
-        candidates = recorded_translations(self.session.data.data_dir).get((src, target), [])
+        candidates = recorded_translations(self.session.data.source).get((src, target), [])
         for recorded_source, text in candidates:
             if AUTO in (source, recorded_source) or source == recorded_source:
                 return text

@@ -1,0 +1,40 @@
+"""apibank: the API-Bank tool-use benchmark (Li et al., EMNLP 2023) for the Hugging Face ecosystem.
+
+The public API is small and stable across internal moves:
+
+* :func:`iter_rows` -- the evaluation and training rows of a config (``level-1``, ``level-2``,
+  ``level-3``, ``training``), generated from the raw upstream dialogues;
+* :func:`score` -- API-call accuracy by executing predicted calls against the tool environment
+  (``apibank_tools``), under the paper and the corrected protocol, plus ROUGE-L for responses.
+
+Subpackages: ``data`` (upstream files and rows), ``judge`` (parsing, judging, scoring, ROUGE-L,
+replay), ``generate`` (prompt formats, backends, predictions), ``report`` (score tables, Markdown
+report), ``hub`` (dataset repository, leaderboard files, pushes), ``cli`` (the console script);
+``pipeline`` ties generation and scoring together for ``apibank evaluate``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from apibank.data.rows import iter_rows
+    from apibank.judge.scoring import score
+
+# Imported on first use so that ``import apibank`` stays cheap (no numpy, no tokenizers).
+_LAZY = {"iter_rows": "apibank.data.rows", "score": "apibank.judge.scoring"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'apibank' has no attribute {name!r}")
+
+
+__all__ = ["iter_rows", "score", "__version__"]

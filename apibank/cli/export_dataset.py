@@ -1,0 +1,63 @@
+"""``apibank export-dataset``: write a script-free dataset repository (Parquet + README).
+
+    apibank export-dataset --data-dir DIR --out OUT [--training-levels 3] [--push-to NAMESPACE/apibank]
+
+Then ``datasets.load_dataset(OUT, "level-1", split="test")``; after ``--push-to``,
+``datasets.load_dataset("NAMESPACE/apibank", "level-1")``. Without ``--training-levels`` the training
+config holds every level whose files the copy has, and says on stderr which it left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _levels(text: str) -> tuple[int, ...]:
+    try:
+        levels = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected levels like 1,2,3, got {text!r}") from None
+    if not levels or any(level not in (1, 2, 3) for level in levels):
+        raise argparse.ArgumentTypeError(f"levels must be among 1, 2, 3, got {text!r}")
+    return levels
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data-dir", help="local copy of upstream api-bank/ (default: $APIBANK_DATA_DIR, "
+                        "else verified downloads from the pinned commit)")
+    parser.add_argument("--out", required=True, help="folder to write the repository into")
+    parser.add_argument("--training-levels", type=_levels, default=None, metavar="1,2,3",
+                        help="training levels to include; missing files are then an error "
+                        "(default: the levels available)")
+    parser.add_argument("--cache-dir", help="datasets cache for the intermediate Arrow builds")
+    parser.add_argument("--card", help="dataset card to turn into README.md (default: dataset_card.md)")
+    parser.add_argument("--push-to", metavar="REPO_ID", help="also upload the folder as this Hub dataset")
+    parser.add_argument("--private", action="store_true", help="create the Hub repository as private")
+
+
+def run(args: argparse.Namespace) -> int:
+    from apibank.data.upstream import UpstreamDataError
+    from apibank.hub.dataset_repo import (
+        export_repository,
+        print_report,
+        push_repository,
+    )
+
+    try:
+        report = export_repository(
+            args.out,
+            data_dir=args.data_dir,
+            cache_dir=args.cache_dir,
+            training_levels=args.training_levels,
+            card_path=args.card,
+        )
+    except (UpstreamDataError, FileNotFoundError) as error:
+        print(f"apibank export-dataset: {error}", file=sys.stderr)
+        return 1
+    for note in report.notes:
+        print(f"note: {note}", file=sys.stderr)
+    print_report(report)
+    if args.push_to:
+        print(f"pushed: {push_repository(args.out, args.push_to, private=args.private)}")
+    return 0

@@ -1,0 +1,206 @@
+"""Locate, download and verify the original API-Bank data files.
+
+The package never ships the upstream data. Every file is resolved in this order:
+
+1. an explicit ``data_dir`` argument,
+2. the ``APIBANK_DATA_DIR`` environment variable,
+3. a download from the pinned upstream commit into the Hugging Face cache, verified by SHA-256
+   (or by git blob id for the files the manifest only knows by blob id).
+
+A file that fails verification is never kept in the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable
+
+from apibank_tools.errors import UpstreamDataError
+
+DATA_DIR_ENV = "APIBANK_DATA_DIR"
+# Overrides the upstream host (mirrors, tests with a local server). Paths are appended as in upstream.
+BASE_URL_ENV = "APIBANK_UPSTREAM_URL"
+CACHE_ENV = "APIBANK_CACHE"
+
+
+@dataclass(frozen=True)
+class UpstreamFile:
+    path: str
+    sha256: str | None
+    size: int | None
+    git_blob: str
+
+
+@dataclass(frozen=True)
+class Manifest:
+    repository: str
+    subfolder: str
+    commit: str
+    url_pattern: str
+    files: dict[str, UpstreamFile]
+
+    def url(self, path: str, base_url: str | None = None) -> str:
+        if base_url:
+            return base_url.rstrip("/") + "/" + urllib.request.pathname2url(path).lstrip("/")
+        quoted = urllib.request.pathname2url(path).lstrip("/")
+        return self.url_pattern.format(
+            repository=self.repository, commit=self.commit, subfolder=self.subfolder, path=quoted
+        )
+
+    def entry(self, path: str) -> UpstreamFile:
+        try:
+            return self.files[path]
+        except KeyError:
+            raise UpstreamDataError(f"{path!r} is not a file of the pinned API-Bank data") from None
+
+    def under(self, folder: str, suffix: str = "") -> list[str]:
+        prefix = folder.rstrip("/") + "/"
+        return sorted(p for p in self.files if p.startswith(prefix) and p.endswith(suffix))
+
+
+@lru_cache(maxsize=1)
+def manifest() -> Manifest:
+    raw = json.loads((Path(__file__).with_name("upstream_manifest.json")).read_text("utf-8"))
+    files = {
+        path: UpstreamFile(path, meta.get("sha256"), meta.get("size"), meta["git_blob"])
+        for path, meta in raw["files"].items()
+    }
+    return Manifest(raw["repository"], raw["subfolder"], raw["commit"], raw["url_pattern"], files)
+
+
+def sha256_of(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def git_blob_of(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def verify(entry: UpstreamFile, data: bytes, origin: str) -> None:
+    """Raise UpstreamDataError unless ``data`` is exactly the pinned file."""
+    if entry.sha256 is not None:
+        actual = sha256_of(data)
+        if actual != entry.sha256:
+            raise UpstreamDataError(
+                f"checksum mismatch for {entry.path} from {origin}: "
+                f"sha256 {actual}, expected {entry.sha256}"
+            )
+    else:
+        actual = git_blob_of(data)
+        if actual != entry.git_blob:
+            raise UpstreamDataError(
+                f"checksum mismatch for {entry.path} from {origin}: "
+                f"git blob {actual}, expected {entry.git_blob}"
+            )
+
+
+def default_cache_dir() -> Path:
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HOME) / "apibank" / manifest().commit
+
+
+def resolve_data_dir(data_dir: str | os.PathLike[str] | None = None) -> Path | None:
+    """The local copy to read from, or None when files must come from the cache/download."""
+    if data_dir is not None:
+        path = Path(data_dir)
+        if not path.is_dir():
+            raise UpstreamDataError(f"data_dir {str(path)!r} is not a directory")
+        return path
+    env = os.environ.get(DATA_DIR_ENV)
+    if env:
+        path = Path(env)
+        if not path.is_dir():
+            raise UpstreamDataError(f"{DATA_DIR_ENV}={env!r} is not a directory")
+        return path
+    return None
+
+
+def _download(url: str, timeout: float) -> bytes:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.read()
+    except (urllib.error.URLError, OSError) as error:
+        raise UpstreamDataError(f"could not download {url}: {error}") from error
+
+
+def fetch(
+    path: str,
+    data_dir: str | os.PathLike[str] | None = None,
+    *,
+    cache_dir: str | os.PathLike[str] | None = None,
+    verify_local: bool = False,
+    timeout: float = 60.0,
+) -> Path:
+    """Path to a verified local copy of upstream ``path`` (relative to ``api-bank/``)."""
+    entry = manifest().entry(path)
+    local = resolve_data_dir(data_dir)
+    if local is not None:
+        candidate = local / path
+        if not candidate.is_file():
+            raise UpstreamDataError(
+                f"missing file {path}: expected at {candidate} "
+                f"(source: {manifest().url(path)})"
+            )
+        if verify_local:
+            verify(entry, candidate.read_bytes(), str(candidate))
+        return candidate
+
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    target = cache / path
+    if target.is_file():
+        return target
+    url = manifest().url(path, os.environ.get(BASE_URL_ENV))
+    data = _download(url, timeout)
+    verify(entry, data, url)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=target.parent, delete=False) as handle:
+        handle.write(data)
+    os.replace(handle.name, target)
+    return target
+
+
+def fetch_many(paths: Iterable[str], data_dir: str | os.PathLike[str] | None = None, **kwargs) -> dict[str, Path]:
+    return {path: fetch(path, data_dir, **kwargs) for path in paths}
+
+
+def read_json(path: str, data_dir: str | os.PathLike[str] | None = None):
+    return json.loads(fetch(path, data_dir).read_text("utf-8"))
+
+
+class UpstreamSource:
+    """The tool environment's data source (``apibank_tools.data.DataSource``) for the pinned files.
+
+    Files come from ``data_dir``, ``$APIBANK_DATA_DIR`` or the verified download cache, resolved as
+    :func:`fetch` does; listings come from the manifest, so a missing file is an error naming it.
+    """
+
+    def __init__(self, data_dir: str | os.PathLike[str] | None = None) -> None:
+        self.local = resolve_data_dir(data_dir)
+
+    @property
+    def key(self) -> str:
+        return "local:" + str(self.local.resolve()) if self.local is not None else "pinned:" + manifest().commit
+
+    def read_text(self, path: str) -> str:
+        return fetch(path, self.local).read_text("utf-8")
+
+    def paths(self, folder: str, suffix: str = "") -> list[str]:
+        return manifest().under(folder, suffix)
+
+    def __repr__(self) -> str:
+        return f"UpstreamSource({str(self.local) if self.local is not None else 'download'!r})"
+
+
+def upstream_source(data_dir: str | os.PathLike[str] | None = None) -> UpstreamSource:
+    return UpstreamSource(data_dir)

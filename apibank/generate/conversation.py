@@ -1,0 +1,174 @@
+"""Turning a dataset row into what a model sees, in one of three prompt formats.
+
+* ``paper``: the upstream test-data texts, ``instruction`` + newline + ``input``, as the benchmark's
+  released samples give them (level 3 can use the in-context-example instruction instead); a
+  backend sends it as one user turn through the chat template when the tokenizer has one (an
+  instruct model's native way to take a prompt), else as plain completion text;
+* ``chat``: the dialogue as chat messages, API results as ``tool`` messages, the tool descriptions and
+  the expected answer format in a system message;
+* ``tools``: native function calling: the tools' JSON schemas go to the chat template, earlier calls
+  are assistant ``tool_calls`` and their results ``tool`` messages.
+
+Nothing here needs a tokenizer: a :class:`Conversation` is rendered to text by a backend.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+FORMATS = ("paper", "chat", "tools")
+
+Message = dict[str, Any]
+
+_API_FORMAT = "API-Request: [ApiName(key1='value1', key2='value2', ...)]"
+
+
+@dataclass
+class Conversation:
+    row_id: str
+    level: int
+    kind: str  # "api" or "response"
+    format: str
+    messages: list[Message]
+    tools: list[dict[str, Any]] | None = None
+    # The completion-style text of the paper format (None for chat/tools).
+    plain_text: str | None = None
+    gold: str = field(default="", repr=False)
+
+
+def display(value: Any) -> str:
+    """Python's ``str()`` display of a JSON value, as upstream prompts show results and arguments."""
+    return value if isinstance(value, str) else str(value)
+
+
+def history_call_text(api_name: str, arguments: Mapping[str, Any]) -> str:
+    """A recorded call as the upstream prompts render it: every value single-quoted, inserted raw."""
+    params = ", ".join(f"{key}='{display(value)}'" for key, value in arguments.items())
+    return f"API-Request: [{api_name}({params})]"
+
+
+def _loads(text: str, default: Any) -> Any:
+    if not text:
+        return default
+    return json.loads(text)
+
+
+def _result_shown(turn: Mapping[str, Any], level: int) -> Any:
+    """Levels 1/2 show only the result's ``output``; level 3 shows the whole record (protocol §2.2)."""
+    record = _loads(turn.get("result", ""), {})
+    if level == 3 or not isinstance(record, dict):
+        return record
+    return record.get("output")
+
+
+def tool_schema(name: str, description_line: str, level: int) -> dict[str, Any]:
+    """The OpenAI function schema of a row's tool: the registry's, or one derived from its description."""
+    from apibank_tools.registry import LEVEL_1_2, LEVEL_3
+
+    tools = LEVEL_3 if level == 3 else LEVEL_1_2
+    if name in tools:
+        return tools.json_schema(name)
+    # A tool whose module is not registered (yet): derive the schema from the prompt description,
+    # which has either the level-1/2 keys or the level-3 header keys (apiCode/parameters).
+    described = json.loads(description_line) if description_line else {}
+    params = described.get("input_parameters", described.get("parameters", {})) or {}
+    json_types = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "list": "array"}
+    properties = {
+        key: {"type": json_types.get(str(spec.get("type")), "string"), "description": spec.get("description", "")}
+        for key, spec in params.items()
+    }
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": described.get("description", ""),
+            "parameters": {"type": "object", "properties": properties, "required": list(params)},
+        },
+    }
+
+
+def _system_prompt(row: Mapping[str, Any], with_descriptions: bool) -> str:
+    year = "" if row["level"] == 3 else "The current year is 2023.\n"
+    if row["kind"] == "api":
+        task = (
+            "You are an AI assistant that calls APIs to help the user.\n"
+            f"{year}Generate the API request the AI should make next, based on the dialogue so far. "
+        )
+        task += (
+            f"Reply with only the request, in the format {_API_FORMAT}."
+            if with_descriptions
+            else "Make the call with the tools you are given."
+        )
+    else:
+        task = (
+            "You are an AI assistant that calls APIs to help the user.\n"
+            f"{year}Generate the AI's next response to the user, based on the dialogue and the API results."
+        )
+    if not with_descriptions:
+        return task
+    lines = "\n".join(tool["description"] for tool in row["tools"])
+    return f"{task}\n\nAPI descriptions:\n{lines}"
+
+
+def _history_messages(row: Mapping[str, Any], native_tools: bool) -> list[Message]:
+    messages: list[Message] = []
+    for index, turn in enumerate(row["history"]):
+        role = turn["role"]
+        if role == "User":
+            messages.append({"role": "user", "content": turn["text"]})
+        elif role == "AI":
+            messages.append({"role": "assistant", "content": turn["text"]})
+        elif role == "API":
+            arguments = _loads(turn.get("arguments", ""), {})
+            shown = _result_shown(turn, row["level"])
+            if native_tools:
+                call_id = f"call_{index}"
+                messages.append(
+                    {
+                        "role": "assistant",
+                        "content": "",
+                        "tool_calls": [
+                            {
+                                "id": call_id,
+                                "type": "function",
+                                "function": {"name": turn["api_name"], "arguments": arguments},
+                            }
+                        ],
+                    }
+                )
+                content = json.dumps(shown, ensure_ascii=False)
+                messages.append({"role": "tool", "tool_call_id": call_id, "name": turn["api_name"], "content": content})
+            else:
+                messages.append({"role": "assistant", "content": history_call_text(turn["api_name"], arguments)})
+                messages.append({"role": "tool", "name": turn["api_name"], "content": display(shown)})
+        else:
+            raise ValueError(f"row {row['id']}: unknown history role {role!r}")
+    return messages
+
+
+def paper_text(row: Mapping[str, Any], icl: bool = False) -> str:
+    """The upstream prompt: instruction, newline, input (the input ends with the ``Generate ...`` trailer)."""
+    instruction = row["instruction"]
+    if icl and row.get("instruction_icl"):
+        instruction = row["instruction_icl"]
+    return f"{instruction}\n{row['input']}"
+
+
+def gold_text(row: Mapping[str, Any]) -> str:
+    return row["expected_output"]
+
+
+def build_conversation(row: Mapping[str, Any], fmt: str, *, icl: bool = False) -> Conversation:
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown prompt format {fmt!r}; expected one of {FORMATS}")
+    common = dict(row_id=row["id"], level=int(row["level"]), kind=row["kind"], format=fmt, gold=gold_text(row))
+    if fmt == "paper":
+        text = paper_text(row, icl)
+        return Conversation(messages=[{"role": "user", "content": text}], plain_text=text, **common)
+    native = fmt == "tools"
+    messages = [{"role": "system", "content": _system_prompt(row, with_descriptions=not native)}]
+    messages += _history_messages(row, native_tools=native)
+    tools = [tool_schema(t["name"], t["description"], int(row["level"])) for t in row["tools"]] if native else None
+    return Conversation(messages=messages, tools=tools, **common)

@@ -1,0 +1,155 @@
+"""Write API-Bank as a script-free dataset repository (Parquet + README with ``configs:``).
+
+datasets 4+ refuses loading scripts. The exported folder needs none:
+``datasets.load_dataset(OUT, "level-1", split="test")`` reads it locally, and the same folder pushed
+to the Hub gives ``load_dataset("<namespace>/apibank", "level-1")``.
+
+Layout: ``<config>/<split>-00000-of-00001.parquet`` for every config of
+:data:`apibank.data.features.CONFIGS`, and ``README.md`` = ``dataset_card.md`` whose YAML header
+gets the exported ``configs`` and ``dataset_info`` (features, row counts, sizes).
+
+Training levels: by default the training config holds every level whose files are available. A
+local copy without the level-1/2 training files (the usual case: they are large) therefore exports
+the level-3 training set only; the export says so on stderr and in the README. Ask for explicit
+levels to make their absence an error instead.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from apibank.data.features import CONFIGS
+from apibank.data.rows import (
+    TRAINING_CONFIG,
+    TRAINING_LEVELS,
+    missing_files_message,
+    missing_local_files,
+    present_training_levels,
+    training_files,
+)
+from apibank.data.upstream import UpstreamDataError, manifest, resolve_data_dir
+
+PARQUET_NAME = "{split}-00000-of-00001.parquet"
+
+
+@dataclass
+class ExportReport:
+    out: Path
+    rows: dict[str, int] = field(default_factory=dict)
+    training_levels: tuple[int, ...] = TRAINING_LEVELS
+    notes: list[str] = field(default_factory=list)
+
+
+def default_card_path() -> Path:
+    """The dataset card: the repository's ``dataset_card.md``, which installs as package data too."""
+    return Path(__file__).with_name("dataset_card.md")
+
+
+def choose_training_levels(
+    data_dir: str | os.PathLike[str] | None, requested: Iterable[int] | None
+) -> tuple[tuple[int, ...], list[str]]:
+    """The training levels to export and the notes explaining any level left out."""
+    if requested is not None:
+        chosen = tuple(sorted(set(requested)))
+        missing = missing_local_files([p for level in chosen for p in training_files(level)], data_dir)
+        if missing:
+            raise UpstreamDataError(missing_files_message(missing, str(resolve_data_dir(data_dir))))
+        return chosen, []
+    present = present_training_levels(data_dir)
+    absent = [level for level in TRAINING_LEVELS if level not in present]
+    if not absent:
+        return present, []
+    where = resolve_data_dir(data_dir)
+    missing = [path for level in absent for path in training_files(level)]
+    note = (
+        f"The `training` config of this export holds levels {', '.join(map(str, present))} only: "
+        f"the local copy {where} lacks "
+        + ", ".join(f"`{path}` ({manifest().url(path)})" for path in missing)
+        + ". Export again with those files in place to include them."
+    )
+    return present, [note]
+
+
+def export_repository(
+    out: str | os.PathLike[str],
+    *,
+    data_dir: str | os.PathLike[str] | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    training_levels: Iterable[int] | None = None,
+    card_path: str | os.PathLike[str] | None = None,
+    configs: Iterable[str] | None = None,
+) -> ExportReport:
+    import datasets
+    from datasets.info import DatasetInfosDict
+    from datasets.utils.metadata import MetadataConfigs
+    from huggingface_hub import DatasetCard
+
+    from apibank_dataset import ApiBank
+
+    levels, notes = choose_training_levels(data_dir, training_levels)
+    if not levels:
+        raise ValueError("no training level is available to export")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    report = ExportReport(out=out, training_levels=levels, notes=notes)
+    wanted = set(configs) if configs is not None else {spec.name for spec in CONFIGS}
+
+    metadata_configs = MetadataConfigs()
+    infos = DatasetInfosDict()
+    for spec in CONFIGS:
+        if spec.name not in wanted:
+            continue
+        extra = {"levels": levels} if spec.name == TRAINING_CONFIG else {}
+        builder = ApiBank(config_name=spec.name, data_dir=data_dir, cache_dir=cache_dir, **extra)
+        builder.download_and_prepare()
+        dataset = builder.as_dataset(split=spec.split)
+        relative = f"{spec.name}/{PARQUET_NAME.format(split=spec.split)}"
+        (out / spec.name).mkdir(exist_ok=True)
+        parquet_bytes = dataset.to_parquet(out / relative)
+        report.rows[spec.name] = dataset.num_rows
+
+        metadata_configs[spec.name] = {
+            "data_files": [{"split": spec.split, "path": f"{spec.name}/{spec.split}-*.parquet"}],
+            **({"default": True} if spec.name == ApiBank.DEFAULT_CONFIG_NAME else {}),
+        }
+        arrow_bytes = dataset.data.nbytes
+        split_info = datasets.SplitInfo(name=spec.split, num_bytes=arrow_bytes, num_examples=dataset.num_rows)
+        infos[spec.name] = datasets.DatasetInfo(
+            features=dataset.features,
+            splits=datasets.SplitDict({spec.split: split_info}),
+            download_size=parquet_bytes,
+            dataset_size=arrow_bytes,
+        )
+
+    card_file = Path(card_path) if card_path else default_card_path()
+    if not card_file.is_file():
+        raise FileNotFoundError(f"dataset card {card_file} not found; pass its path (--card)")
+    card = DatasetCard(card_file.read_text("utf-8"))
+    card.data.pop("configs", None)
+    card.data.pop("dataset_info", None)
+    metadata_configs.to_dataset_card_data(card.data)
+    infos.to_dataset_card_data(card.data)
+    if notes:
+        card.text = "\n".join(f"> **Export note.** {note}\n" for note in notes) + "\n" + card.text
+    (out / "README.md").write_text(str(card), encoding="utf-8")
+    return report
+
+
+def push_repository(out: str | os.PathLike[str], repo_id: str, *, private: bool = False) -> str:
+    """Upload an exported folder as the Hub dataset ``repo_id``; returns the commit URL."""
+    from huggingface_hub import HfApi
+
+    api = HfApi()
+    api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+    commit = api.upload_folder(folder_path=str(out), repo_id=repo_id, repo_type="dataset")
+    return str(commit)
+
+
+def print_report(report: ExportReport, stream=sys.stdout) -> None:
+    for name, count in report.rows.items():
+        print(f"{name}: {count} rows", file=stream)
+    print(f"wrote {report.out}", file=stream)

@@ -1,0 +1,390 @@
+"""Scoring API-Bank predictions: API-call accuracy by executing the predicted calls, ROUGE-L for responses.
+
+Entry point: :func:`score`. It takes the model outputs (raw generated text) and the dataset rows'
+``reference`` field (JSON text or the parsed dict; CONTRACTS §2), for any mix of levels and of
+API-call and response rows, and needs nothing else.
+
+Two protocols, both reported by default:
+
+``paper``
+    The original evaluators bug for bug (spec protocol §2–§6): regex call extraction, all values
+    text, the original coercion and rejection rules, fresh tool state per call, the tools' original
+    checks with their in-place edits of gold records (duplicate samples share one gold record per
+    (file, turn), judged in id order whatever the input order), the original error categories. Cases
+    where the original aborts count as wrong under an ``ABORT_*`` category. One deliberate
+    deviation: the level-3 evaluator shares one tool manager across the whole run, which makes
+    verdicts depend on sample order; here every level-3 step gets fresh state too.
+``corrected``
+    ``ast`` literal parsing, coercion to the declared schema, the dialogue's earlier gold calls
+    replayed first, checks without the in-place edits and KeyError bugs, ToolSearcher judged on the
+    tool it retrieves, renamed parameters and data drift handled (see :mod:`apibank.judge.judging`).
+
+Responses are scored the same way under both protocols: ``rouge`` 1.0.1's rouge-l F reimplemented
+(:mod:`apibank.judge.rouge`); levels 1/2: empty prediction scores 0, otherwise rounded to 4 places;
+level 3: ``User:`` and ``AI:`` removed, trimmed, empty scores 0, not rounded. A prediction made only
+of periods (the original crashes) scores 0. rouge-score's ``rougeL`` F is reported beside it.
+
+Output shape (levels appear only when present in the references)::
+
+    {
+      "paper": {
+        "level-1": {
+          "api": {"correct": int, "total": int, "accuracy": float | None},
+          "response": {"rouge_l": float | None, "count": int, "rouge_l_rougescore": float | None},
+          "errors": {category: int},            # API rows judged wrong, by category (spec §4.2)
+          "errors_by_api": {gold api_name: int}, # API rows judged wrong, by gold tool (paper Table 2)
+          "response_flags": {flag: int},         # ABORT_EMPTY_HYPOTHESIS, ROUGE_RECURSION
+        },
+        "level-2": {...same...},
+        "level-3": {...same..., "dialogues": {"correct": int, "total": int, "accuracy": float | None},
+                    "toolsearcher_errors": int},  # paper only: lv3_evaluator's "ToolSearcher Error Num"
+        "overall": {"api": {...}, "response": {...}},
+      },
+      "corrected": {same shape; levels with ToolSearcher gold rows add
+                    "toolsearcher": {"total": int, "gold_keywords_retrieve_recorded": int}},
+      "revision": "<upstream commit of the references>",
+      "protocols": {"paper": "<one line>", "corrected": "<one line>"},
+      "details": [  # only with return_details=True: one record per (row, protocol), input order
+        {"id", "protocol", "level", "kind",
+         "extracted_call": str | None, "name": str | None, "arguments": dict | None,
+         "result": dict | None,        # the executed call's result record
+         "verdict": bool | None,       # API rows; None for response rows
+         "score": float | None,        # response rows: ROUGE-L as above
+         "score_rougescore": float | None,  # response rows: rouge-score rougeL F
+         "category": str | None,       # API rows: why wrong; response rows: a flag or None
+         "error": str | None,          # rejection, parse or abort message
+         # corrected protocol, ToolSearcher gold rows only: tool names found by the prediction,
+         # recorded by the annotation, and found by the gold keywords
+         "retrieved", "recorded_tool", "gold_keywords_tool"},
+      ],
+    }
+
+Level-3 dialogue accuracy counts a dialogue correct when every one of its API rows present in the
+references is correct; the denominator is the number of dialogues present (50 for the full set,
+matching the original's fixed denominator).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from collections import Counter, defaultdict
+from typing import Any, Iterable, Mapping, Sequence
+
+from apibank_tools.environment import pristine_data
+from apibank_tools.retrieval import found_tool
+
+from apibank.data.upstream import upstream_source
+from apibank.judge.judging import SEARCHER, Judge, Verdict
+from apibank.judge.rouge import EmptyText, needs_deep_recursion, rouge_l, rouge_score_l
+
+PROTOCOLS = {
+    "paper": "the original API-Bank evaluators bug for bug (regex parsing, text values, original checks and "
+    "categories, shared gold records for duplicates; aborts counted wrong; fresh state per level-3 step)",
+    "corrected": "ast literal parsing, typed coercion, earlier gold calls replayed, checks without judging bugs, "
+    "ToolSearcher judged on the retrieved tool, renamed parameters and data drift handled",
+}
+REFERENCE_VERSION = 1
+REQUIRED_KEYS = ("id", "level", "kind", "toolset", "file", "sample_id", "turn", "gold", "gold_text", "earlier_calls")
+# Execution-side failures, which lv3_evaluator counts apart from incorrect judgements.
+_EXECUTION_CATEGORIES = {
+    "NO_API_CALL", "UNKNOWN_API", "INVALID_INPUT_PARAMETER", "MISS_INPUT_ARGUMENT", "TIMEOUT",
+    "ABORT_INVALID_PARAMETER_TYPE", "ABORT_INVALID_VALUE", "ABORT_MISSING_KEYWORDS", "ABORT_EXECUTION_ERROR",
+}
+ABORT_EMPTY_HYPOTHESIS = "ABORT_EMPTY_HYPOTHESIS"
+ROUGE_RECURSION = "ROUGE_RECURSION"
+
+
+class ReferenceError(ValueError):
+    """The references are not apibank dataset ``reference`` fields."""
+
+
+# ------------------------------------------------------------------------------------ validation
+def parse_references(references: Sequence[str | Mapping[str, Any]]) -> list[dict[str, Any]]:
+    parsed = []
+    for index, reference in enumerate(references):
+        if isinstance(reference, str):
+            try:
+                reference = json.loads(reference)
+            except json.JSONDecodeError as error:
+                raise ReferenceError(
+                    f"references[{index}] is not JSON: pass the `reference` field of apibank dataset rows ({error})"
+                ) from None
+        elif isinstance(reference, Mapping):
+            reference = copy.deepcopy(dict(reference))
+        else:
+            raise ReferenceError(
+                f"references[{index}] is {type(reference).__name__}; expected the `reference` field (JSON text) "
+                "of an apibank dataset row"
+            )
+        if not isinstance(reference, dict) or reference.get("v") != REFERENCE_VERSION:
+            raise ReferenceError(
+                f"references[{index}] is not an apibank reference (version {REFERENCE_VERSION}); pass the "
+                "`reference` column of the apibank dataset, not `expected_output` or another dataset's labels"
+            )
+        missing = [key for key in REQUIRED_KEYS if key not in reference]
+        if missing or reference["kind"] not in ("api", "response") or reference["level"] not in (1, 2, 3):
+            raise ReferenceError(f"references[{index}] ({reference.get('id')!r}) is malformed: missing {missing}")
+        if reference["kind"] == "api" and not (
+            isinstance(reference["gold"], dict) and isinstance(reference["gold"].get("api_name"), str)
+        ):
+            raise ReferenceError(f"references[{index}] ({reference['id']!r}) is an API row without a gold call")
+        if reference["kind"] == "response" and not isinstance(reference["gold_text"], str):
+            raise ReferenceError(f"references[{index}] ({reference['id']!r}) is a response row without gold text")
+        parsed.append(reference)
+    return parsed
+
+
+def _check_predictions(predictions: Sequence[Any], count: int) -> list[str]:
+    if predictions is None:
+        raise ValueError("predictions is None; pass one generated text per reference")
+    if isinstance(predictions, str):
+        raise ValueError("predictions must be a list of texts, not one text")
+    predictions = list(predictions)
+    if len(predictions) != count:
+        raise ValueError(f"got {len(predictions)} predictions for {count} references; they must pair up one to one")
+    for index, prediction in enumerate(predictions):
+        if not isinstance(prediction, str):
+            raise ValueError(
+                f"predictions[{index}] is {type(prediction).__name__}; every prediction must be the generated text "
+                "(use '' for an empty generation)"
+            )
+    return predictions
+
+
+# ------------------------------------------------------------------------------------ responses
+def response_scores(prediction: str, reference: Mapping[str, Any]) -> tuple[float, float, str | None]:
+    """(ROUGE-L as the original computes it, rouge-score rougeL F, flag) for one response row."""
+    gold = reference["gold_text"]
+    if reference["level"] == 3:
+        hypothesis = prediction.replace("User:", "").replace("AI:", "").strip()
+    else:
+        hypothesis = prediction
+    if not hypothesis:
+        return 0.0, 0.0, None
+    flag = ROUGE_RECURSION if needs_deep_recursion(hypothesis) else None
+    try:
+        value = rouge_l(hypothesis, gold)
+    except EmptyText:
+        return 0.0, 0.0, ABORT_EMPTY_HYPOTHESIS
+    if reference["level"] != 3:
+        value = round(value, 4)
+    return value, rouge_score_l(hypothesis, gold), flag
+
+
+# ------------------------------------------------------------------------------------ judging
+def _group_key(reference: Mapping[str, Any]) -> tuple[Any, ...]:
+    """Samples that the original judges against one in-memory gold record."""
+    if reference["level"] == 3:
+        return (3, reference["file"], reference["sample_id"], reference["turn"])
+    return (reference["level"], reference["file"], reference["turn"])
+
+
+def _judge_paper(judge: Judge, items: list[tuple[int, str, dict[str, Any]]]) -> dict[int, Verdict]:
+    groups: dict[tuple[Any, ...], list[tuple[int, str, dict[str, Any]]]] = defaultdict(list)
+    for item in items:
+        groups[_group_key(item[2])].append(item)
+    verdicts: dict[int, Verdict] = {}
+    for members in groups.values():
+        # id order, as the original walks a dialogue; ties by text keep the result order-independent
+        members.sort(key=lambda item: (item[2]["sample_id"], item[2]["api_id"], item[1]))
+        shared_gold = copy.deepcopy(members[0][2]["gold"]["result"])
+        for index, prediction, reference in members:
+            verdicts[index] = judge.paper(prediction, reference, shared_gold)
+    return verdicts
+
+
+def _judge_corrected(judge: Judge, items: list[tuple[int, str, dict[str, Any]]]) -> dict[int, Verdict]:
+    return {index: judge.corrected(prediction, reference) for index, prediction, reference in items}
+
+
+# ------------------------------------------------------------------------------------ aggregation
+def _ratio(correct: int, total: int) -> float | None:
+    return correct / total if total else None
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _level_name(level: int) -> str:
+    return f"level-{level}"
+
+
+def _aggregate(
+    protocol: str,
+    references: list[dict[str, Any]],
+    verdicts: dict[int, Verdict],
+    responses: dict[int, tuple[float, float, str | None]],
+    searcher_figures: dict[int, dict[str, int]] | None,
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    levels = sorted({reference["level"] for reference in references})
+    all_api = [0, 0]
+    all_rouge: list[float] = []
+    all_rouge_score: list[float] = []
+    for level in levels:
+        rows = [(i, r) for i, r in enumerate(references) if r["level"] == level]
+        api_rows = [(i, r) for i, r in rows if r["kind"] == "api"]
+        response_rows = [i for i, r in rows if r["kind"] == "response"]
+        correct = sum(verdicts[i].correct for i, _ in api_rows)
+        errors = Counter(verdicts[i].category or "UNCATEGORISED" for i, _ in api_rows if not verdicts[i].correct)
+        by_api = Counter(r["gold"]["api_name"] for i, r in api_rows if not verdicts[i].correct)
+        rouge_values = [responses[i][0] for i in response_rows]
+        rouge_score_values = [responses[i][1] for i in response_rows]
+        flags = Counter(responses[i][2] for i in response_rows if responses[i][2])
+        block: dict[str, Any] = {
+            "api": {"correct": correct, "total": len(api_rows), "accuracy": _ratio(correct, len(api_rows))},
+            "response": {
+                "rouge_l": _mean(rouge_values),
+                "count": len(response_rows),
+                "rouge_l_rougescore": _mean(rouge_score_values),
+            },
+            "errors": dict(sorted(errors.items())),
+            "errors_by_api": dict(sorted(by_api.items(), key=lambda kv: (-kv[1], kv[0]))),
+            "response_flags": dict(sorted(flags.items())),
+        }
+        if level == 3:
+            dialogues: dict[int, bool] = {}
+            for i, r in api_rows:
+                dialogues[r["sample_id"]] = dialogues.get(r["sample_id"], True) and verdicts[i].correct
+            good = sum(dialogues.values())
+            block["dialogues"] = {"correct": good, "total": len(dialogues), "accuracy": _ratio(good, len(dialogues))}
+            if protocol == "paper":
+                block["toolsearcher_errors"] = sum(
+                    1
+                    for i, r in api_rows
+                    if r["gold"]["api_name"] == SEARCHER
+                    and not verdicts[i].correct
+                    and verdicts[i].category not in _EXECUTION_CATEGORIES
+                )
+        if searcher_figures is not None and level in searcher_figures:
+            block["toolsearcher"] = searcher_figures[level]
+        out[_level_name(level)] = block
+        all_api[0] += correct
+        all_api[1] += len(api_rows)
+        all_rouge += rouge_values
+        all_rouge_score += rouge_score_values
+    out["overall"] = {
+        "api": {"correct": all_api[0], "total": all_api[1], "accuracy": _ratio(*all_api)},
+        "response": {
+            "rouge_l": _mean(all_rouge),
+            "count": len(all_rouge),
+            "rouge_l_rougescore": _mean(all_rouge_score),
+        },
+    }
+    return out
+
+
+def _searcher_figures(judge: Judge, references: list[dict[str, Any]]) -> dict[int, dict[str, int]]:
+    """How often the gold keywords themselves retrieve the tool the annotation recorded."""
+    figures: dict[int, dict[str, int]] = {}
+    seen: set[str] = set()
+    for reference in references:
+        if reference["kind"] != "api" or reference["gold"]["api_name"] != SEARCHER or reference["id"] in seen:
+            continue
+        seen.add(reference["id"])
+        executed = judge.execute_gold(reference)
+        recorded = found_tool(reference["gold"]["result"].get("output"))
+        block = figures.setdefault(reference["level"], {"total": 0, "gold_keywords_retrieve_recorded": 0})
+        block["total"] += 1
+        block["gold_keywords_retrieve_recorded"] += int(
+            executed is not None and found_tool(executed.get("output")) == recorded
+        )
+    return figures
+
+
+def _detail(protocol: str, reference: Mapping[str, Any], verdict: Verdict | None, response: tuple | None) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "id": reference["id"],
+        "protocol": protocol,
+        "level": reference["level"],
+        "kind": reference["kind"],
+        "extracted_call": None,
+        "name": None,
+        "arguments": None,
+        "result": None,
+        "verdict": None,
+        "score": None,
+        "score_rougescore": None,
+        "category": None,
+        "error": None,
+    }
+    if verdict is not None:
+        record.update(
+            extracted_call=verdict.call,
+            name=verdict.name,
+            arguments=verdict.arguments,
+            result=verdict.result,
+            verdict=verdict.correct,
+            category=verdict.category,
+            error=verdict.error,
+        )
+        record.update(verdict.extra)
+    if response is not None:
+        record.update(score=response[0], score_rougescore=response[1], category=response[2])
+    return record
+
+
+# ------------------------------------------------------------------------------------ entry point
+def score(
+    predictions: Sequence[str],
+    references: Sequence[str | Mapping[str, Any]],
+    *,
+    protocols: Iterable[str] = ("paper", "corrected"),
+    return_details: bool = False,
+    data_dir: str | os.PathLike[str] | None = None,
+    retriever: Any = None,
+    timeout: float | None = 2.0,
+) -> dict[str, Any]:
+    """Score ``predictions`` (generated texts) against dataset ``references``; see the module docstring.
+
+    ``data_dir`` locates the upstream tool databases (default: ``$APIBANK_DATA_DIR`` or the verified
+    download cache); ``retriever`` replaces the ToolSearcher backend; ``timeout`` bounds each
+    executed call in seconds.
+    """
+    protocols = tuple(protocols)
+    unknown = [p for p in protocols if p not in PROTOCOLS]
+    if unknown or not protocols:
+        raise ValueError(f"unknown protocols {unknown}; choose from {sorted(PROTOCOLS)}")
+    if predictions is None:
+        raise ValueError("predictions is None; pass one generated text per reference")
+    if isinstance(predictions, str):
+        raise ValueError("predictions must be a list of texts, not one text")
+    if references is None:
+        raise ValueError("references is None; pass the `reference` field of the dataset rows")
+    if isinstance(references, (str, Mapping)):
+        raise ValueError("references must be a list of `reference` fields, not a single one")
+    parsed = parse_references(list(references))
+    texts = _check_predictions(predictions, len(parsed))
+    revisions = sorted({str(r.get("revision")) for r in parsed})
+    if len(revisions) > 1:
+        raise ReferenceError(f"references come from different dataset revisions: {revisions}")
+
+    api_items = [(i, texts[i], r) for i, r in enumerate(parsed) if r["kind"] == "api"]
+    responses = {i: response_scores(texts[i], r) for i, r in enumerate(parsed) if r["kind"] == "response"}
+    # Loading every database up front turns missing or unverifiable data into one clear error
+    # instead of a tool exception on every sample.
+    judge = Judge(pristine_data(upstream_source(data_dir)).preload(), retriever, timeout=timeout) if api_items else None
+
+    output: dict[str, Any] = {}
+    per_protocol: dict[str, dict[int, Verdict]] = {}
+    for protocol in protocols:
+        if protocol == "paper":
+            verdicts = _judge_paper(judge, api_items) if judge else {}
+            figures = None
+        else:
+            verdicts = _judge_corrected(judge, api_items) if judge else {}
+            figures = _searcher_figures(judge, parsed) if judge else {}
+        per_protocol[protocol] = verdicts
+        output[protocol] = _aggregate(protocol, parsed, verdicts, responses, figures)
+    output["revision"] = revisions[0] if revisions else None
+    output["protocols"] = {p: PROTOCOLS[p] for p in protocols}
+    if return_details:
+        output["details"] = [
+            _detail(protocol, reference, per_protocol[protocol].get(i), responses.get(i))
+            for i, reference in enumerate(parsed)
+            for protocol in protocols
+        ]
+    return output

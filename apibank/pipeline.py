@@ -1,0 +1,289 @@
+"""From a model to scores, files and a report: the functions behind ``apibank evaluate`` and ``apibank score``.
+
+Output folder layout (``evaluate``):
+
+* ``predictions.jsonl``: one line per row (id, prediction, exact prompt, raw output, format, decoding, model);
+* ``details.jsonl``: the metric's per-sample verdicts (both protocols);
+* ``results.json``: scores, counts, revisions, protocol descriptions, model, backend, dtype, batch size,
+  decoding settings, package version;
+* ``report.md`` with PNG plots;
+* ``leaderboard/``: ``model/README.md`` (model-index), ``model/.eval_results/api-bank.yaml`` and
+  ``dataset/eval.yaml``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from apibank.generate.backends import Backend, DecodingSettings, make_backend
+from apibank.generate.predictions import read_predictions, write_predictions
+from apibank.generate.runner import default_stops, generate_predictions
+from apibank.report.table import LEVELS, format_table
+
+PREDICTIONS_FILE = "predictions.jsonl"
+DETAILS_FILE = "details.jsonl"
+RESULTS_FILE = "results.json"
+REPORT_FILE = "report.md"
+LEADERBOARD_DIR = "leaderboard"
+PROTOCOLS = ("paper", "corrected")
+
+
+def package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("apibank")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def normalise_levels(levels: Iterable[str | int] | None) -> list[str]:
+    if not levels:
+        return list(LEVELS)
+    out = []
+    for level in levels:
+        name = f"level-{level}" if str(level).isdigit() else str(level)
+        if name not in LEVELS:
+            raise ValueError(f"unknown level {level!r}; expected one of {LEVELS} (or 1, 2, 3)")
+        if name not in out:
+            out.append(name)
+    return out
+
+
+def load_rows(
+    levels: Iterable[str | int] | None = None,
+    data_dir: str | os.PathLike[str] | None = None,
+    limit: int | None = None,
+) -> list[dict[str, Any]]:
+    """The test rows of ``levels``; with ``limit``, the first ``limit`` API-call rows and the first
+    ``limit`` response rows of each level."""
+    from apibank.data.rows import iter_rows
+
+    rows: list[dict[str, Any]] = []
+    for level in normalise_levels(levels):
+        taken: Counter = Counter()
+        for row in iter_rows(level, data_dir):
+            if limit is not None and taken[row["kind"]] >= limit:
+                continue
+            taken[row["kind"]] += 1
+            rows.append(row)
+    return rows
+
+
+def level_of(row_id: str) -> str:
+    match = re.match(r"(level-[123])/", row_id)
+    if not match:
+        raise ValueError(f"not an API-Bank row id: {row_id!r}")
+    return match.group(1)
+
+
+def counts(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for row in rows:
+        cell = out.setdefault(f"level-{row['level']}", {"api": 0, "response": 0})
+        cell[row["kind"]] += 1
+    return out
+
+
+def score_records(
+    records: Sequence[Mapping[str, Any]],
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    protocols: Sequence[str] = PROTOCOLS,
+    data_dir: str | os.PathLike[str] | None = None,
+) -> dict[str, Any]:
+    """Join predictions to rows on ``id`` and run the metric (rows without a prediction score as empty)."""
+    from apibank.judge.scoring import score
+
+    by_id = {record["id"]: record["prediction"] for record in records}
+    unknown = set(by_id) - {row["id"] for row in rows}
+    if unknown:
+        raise ValueError(f"{len(unknown)} predictions have ids that are not dataset rows, e.g. {sorted(unknown)[:3]}")
+    predictions = [by_id.get(row["id"], "") for row in rows]
+    references = [row["reference"] for row in rows]
+    return score(predictions, references, protocols=tuple(protocols), return_details=True, data_dir=data_dir)
+
+
+def _revision(scores: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> str | None:
+    if scores.get("revision"):
+        return scores["revision"]
+    for row in rows:
+        return json.loads(row["reference"]).get("revision")
+    return None
+
+
+def build_results(
+    scores: Mapping[str, Any],
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    model_info: Mapping[str, Any],
+    fmt: str | None,
+    decoding: Mapping[str, Any] | None,
+    batch_size: int | None,
+    limit: int | None,
+    icl: bool = False,
+    dataset_id: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "benchmark": "API-Bank",
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "apibank_version": package_version(),
+        "model": {
+            "id": model_info.get("model_id"),
+            "revision": model_info.get("model_revision"),
+            "backend": model_info.get("backend"),
+            "dtype": model_info.get("dtype"),
+            **{k: v for k, v in model_info.items() if k not in {"model_id", "model_revision", "backend", "dtype"}},
+        },
+        "format": fmt,
+        "icl": icl,
+        "decoding": dict(decoding or {}),
+        "batch_size": batch_size,
+        "limit": limit,
+        "levels": sorted({f"level-{row['level']}" for row in rows}),
+        "counts": counts(rows),
+        "dataset": {"id": dataset_id, "revision": _revision(scores, rows), "split": "test"},
+        "protocols": scores.get("protocols", {}),
+        "scores": {key: value for key, value in scores.items() if key not in {"details", "protocols", "revision"}},
+        "files": {"predictions": PREDICTIONS_FILE, "details": DETAILS_FILE, "report": REPORT_FILE},
+    }
+
+
+def write_outputs(
+    results: dict[str, Any],
+    details: Sequence[Mapping[str, Any]],
+    rows: Sequence[Mapping[str, Any]],
+    output_dir: Path,
+    *,
+    dataset_id: str,
+    leaderboard_protocol: str = "paper",
+    source_url: str | None = None,
+) -> dict[str, Path]:
+    from apibank.hub.leaderboard import write_leaderboard_files
+    from apibank.report.markdown import write_report
+
+    output_dir.mkdir(parents=True, exist_ok=True)
+    (output_dir / RESULTS_FILE).write_text(json.dumps(results, indent=2, ensure_ascii=False, default=str) + "\n")
+    with (output_dir / DETAILS_FILE).open("w", encoding="utf-8") as handle:
+        for entry in details:
+            handle.write(json.dumps(entry, ensure_ascii=False, default=str) + "\n")
+    paths = {
+        "results": output_dir / RESULTS_FILE,
+        "details": output_dir / DETAILS_FILE,
+        "report": write_report(results, rows, output_dir, protocol=leaderboard_protocol),
+    }
+    paths.update(
+        write_leaderboard_files(
+            results, output_dir / LEADERBOARD_DIR, dataset_id=dataset_id, protocol=leaderboard_protocol,
+            source_url=source_url,
+        )
+    )
+    return paths
+
+
+def evaluate(
+    model: str,
+    *,
+    levels: Iterable[str | int] | None = None,
+    fmt: str = "chat",
+    backend: str | Backend = "transformers",
+    limit: int | None = None,
+    output_dir: str | os.PathLike[str] = "apibank-results",
+    data_dir: str | os.PathLike[str] | None = None,
+    batch_size: int = 8,
+    max_new_tokens: int = 256,
+    stop: Sequence[str] | None = None,
+    icl: bool = False,
+    protocols: Sequence[str] = PROTOCOLS,
+    backend_options: Mapping[str, Any] | None = None,
+    dataset_id: str | None = None,
+    leaderboard_protocol: str = "paper",
+    overwrite: bool = False,
+    progress: bool = True,
+    rows: Sequence[Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Generate predictions for ``model`` (a Hub id, a local path, an endpoint model name or ``oracle``),
+    score them and write every output file; returns the results dictionary."""
+    from apibank.hub.leaderboard import DEFAULT_DATASET_ID
+
+    dataset_id = dataset_id or DEFAULT_DATASET_ID
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    rows = list(rows) if rows is not None else load_rows(levels, data_dir, limit)
+    predictions_path = output_dir / PREDICTIONS_FILE
+    if overwrite and predictions_path.exists():
+        predictions_path.unlink()
+    engine = backend if isinstance(backend, Backend) else make_backend(model, backend, **dict(backend_options or {}))
+    settings = DecodingSettings(max_new_tokens=max_new_tokens, stop=tuple(stop) if stop is not None else default_stops(fmt))
+    try:
+        records = generate_predictions(
+            rows, engine, fmt=fmt, settings=settings, batch_size=batch_size, output_path=predictions_path,
+            icl=icl, progress=progress,
+        )
+        info = engine.info()
+    finally:
+        engine.close()
+    scores = score_records(records, rows, protocols=protocols, data_dir=data_dir)
+    results = build_results(
+        scores, rows, model_info=info, fmt=fmt, decoding=settings.as_dict(), batch_size=batch_size, limit=limit,
+        icl=icl, dataset_id=dataset_id,
+    )
+    write_outputs(results, scores.get("details", []), rows, output_dir, dataset_id=dataset_id,
+                  leaderboard_protocol=leaderboard_protocol)
+    return results
+
+
+def score_file(
+    predictions: str | os.PathLike[str],
+    *,
+    data_dir: str | os.PathLike[str] | None = None,
+    output_dir: str | os.PathLike[str] | None = None,
+    protocols: Sequence[str] = PROTOCOLS,
+    model: str | None = None,
+    dataset_id: str | None = None,
+    leaderboard_protocol: str = "paper",
+) -> dict[str, Any]:
+    """Score an existing predictions file against the rows of the levels its ids name.
+
+    Only rows with a prediction are scored (so a ``--limit`` run scores its subset); outputs go to
+    ``output_dir`` (default: the predictions file's folder).
+    """
+    from apibank.hub.leaderboard import DEFAULT_DATASET_ID
+
+    predictions = Path(predictions)
+    records = read_predictions(predictions)
+    if not records:
+        raise ValueError(f"{predictions}: no predictions")
+    levels = sorted({level_of(record["id"]) for record in records})
+    wanted = {record["id"] for record in records}
+    rows = [row for row in load_rows(levels, data_dir) if row["id"] in wanted]
+    scores = score_records(records, rows, protocols=protocols, data_dir=data_dir)
+    first = records[0]
+    info = {"model_id": model or first.get("model"), "backend": None}
+    results = build_results(
+        scores, rows, model_info=info, fmt=first.get("format"), decoding=first.get("decoding"), batch_size=None,
+        limit=None, dataset_id=dataset_id or DEFAULT_DATASET_ID,
+    )
+    output_dir = Path(output_dir) if output_dir is not None else predictions.parent
+    if output_dir.resolve() != predictions.parent.resolve() or predictions.name != PREDICTIONS_FILE:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        if not (output_dir / PREDICTIONS_FILE).exists():
+            write_predictions(output_dir / PREDICTIONS_FILE, records)
+    write_outputs(results, scores.get("details", []), rows, output_dir, dataset_id=dataset_id or DEFAULT_DATASET_ID,
+                  leaderboard_protocol=leaderboard_protocol)
+    return results
+
+
+def results_table(results: Mapping[str, Any]) -> str:
+    model = results.get("model", {})
+    title = (
+        f"API-Bank: model={model.get('id')} format={results.get('format')} backend={model.get('backend')}"
+        + (f" (subset: --limit {results['limit']})" if results.get("limit") else "")
+    )
+    return format_table(results["scores"], results.get("levels") or LEVELS, title=title)

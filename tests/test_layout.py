@@ -1,0 +1,114 @@
+"""The layout: ``apibank_tools`` is the tool environment alone, ``apibank`` the benchmark on top of it.
+
+Every import statement counts, also those inside functions and ``if TYPE_CHECKING:`` blocks, so a
+cycle cannot hide behind a lazy import.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = {"apibank_tools": REPO / "tools", "apibank": REPO / "apibank"}
+
+
+def _module_name(package: str, root: Path, path: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join([package, *parts])
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for package, root in PACKAGES.items():
+        for path in root.rglob("*.py"):
+            found[_module_name(package, root, path)] = path
+    return found
+
+
+def _imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """Modules of both packages that ``name`` imports (resolving relative imports)."""
+    is_package = path.name == "__init__.py"
+    package_parts = name.split(".") if is_package else name.split(".")[:-1]
+    targets: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        candidates: list[str] = []
+        if isinstance(node, ast.Import):
+            candidates = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package_parts[: len(package_parts) - (node.level - 1)]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            candidates = [module] + [f"{module}.{alias.name}" for alias in node.names]
+        for candidate in candidates:
+            # the longest known module the import names (a package's attribute may be a function)
+            while candidate and candidate not in known:
+                candidate = candidate.rpartition(".")[0]
+            if candidate and candidate != name:
+                targets.add(candidate)
+    return targets
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: _imports(name, path, set(modules)) for name, path in modules.items()}
+
+
+def test_the_tool_environment_never_imports_the_benchmark(graph):
+    upward = {
+        (name, target)
+        for name, targets in graph.items()
+        if name.startswith("apibank_tools")
+        for target in targets
+        if target == "apibank" or target.startswith("apibank.")
+    }
+    assert not upward
+
+
+def test_no_import_cycle_in_either_package(graph):
+    # Importing a package's submodule runs the package's __init__ first, but that edge is the
+    # interpreter's, not a dependency the code declares; only declared imports are followed.
+    colour: dict[str, int] = defaultdict(int)  # 0 new, 1 on the stack, 2 done
+    cycles: list[list[str]] = []
+
+    def visit(node: str, stack: list[str]) -> None:
+        colour[node] = 1
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if colour[target] == 1:
+                cycles.append(stack[stack.index(target):] + [target])
+            elif colour[target] == 0:
+                visit(target, stack)
+        stack.pop()
+        colour[node] = 2
+
+    for node in sorted(graph):
+        if colour[node] == 0:
+            visit(node, [])
+    assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+def test_tools_folder_holds_only_the_environment():
+    assert not (REPO / "tools" / "generation").exists()
+    assert not (REPO / "tools" / "cli").exists()
+    names = {p.stem for p in (REPO / "tools").glob("*.py")}
+    assert names == {"__init__", "base", "coercion", "data", "environment", "errors", "registry", "retrieval", "text"}
+
+
+def test_public_api_at_the_top_of_the_package(data_dir):
+    from apibank import iter_rows, score
+
+    rows = list(iter_rows("level-1", data_dir))[:4]
+    result = score([r["expected_output"] for r in rows], [r["reference"] for r in rows], data_dir=data_dir)
+    for protocol in ("paper", "corrected"):
+        level = result[protocol]["level-1"]
+        assert level["api"]["total"] + level["response"]["count"] == 4
+        assert level["api"]["correct"] == level["api"]["total"]
