@@ -22,6 +22,7 @@ scored on fewer samples than the benchmark has) writes no model files at all.
 
 from __future__ import annotations
 
+import copy
 import datetime as _dt
 import os
 from dataclasses import dataclass
@@ -176,7 +177,7 @@ def eval_yaml(name: str = BENCHMARK_NAME, description: str = BENCHMARK_DESCRIPTI
                 "id": task.id,
                 "config": task.config,
                 "split": "test",
-                "field_spec": dict(FIELD_SPEC),
+                "field_spec": copy.deepcopy(FIELD_SPEC),
                 "solvers": solvers_spec(),
                 "scorers": scorers_spec(),
             }
@@ -284,8 +285,15 @@ def model_card_text(results: Mapping[str, Any], eval_results: Sequence[Any], bod
     return f"---\n{data.to_yaml()}\n---\n\n{body}"
 
 
+class _NoAliasDumper(yaml.SafeDumper):
+    """Plain YAML: the Hub's validators and readers get no anchors or aliases."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
 def _dump(data: Any) -> str:
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    return yaml.dump(data, Dumper=_NoAliasDumper, sort_keys=False, allow_unicode=True)
 
 
 def write_eval_yaml(output_dir: str | os.PathLike[str]) -> Path:
@@ -357,7 +365,7 @@ def _same_variant(result: Any, dataset_id: str, fmt: str) -> bool:
     return args.get("format", DEFAULT_FORMAT) == fmt
 
 
-def _merged_card(repo_id: str, local_card: Path, dataset_id: str, token: str | None) -> str:
+def _merged_card(api: Any, repo_id: str, local_card: Path, dataset_id: str) -> str:
     """The model's current card with our ``model-index`` results merged in: ours replace the results
     of the same benchmark and prompt format; everything else in the card stays."""
     from huggingface_hub import ModelCard
@@ -365,7 +373,7 @@ def _merged_card(repo_id: str, local_card: Path, dataset_id: str, token: str | N
 
     ours = ModelCard.load(local_card)
     try:
-        card = ModelCard.load(repo_id, token=token)
+        card = ModelCard.load(api.hf_hub_download(repo_id=repo_id, filename="README.md", repo_type="model"))
     except (EntryNotFoundError, RepositoryNotFoundError):
         return str(ours)
     formats = {r.metric_args.get("format") for r in ours.data.eval_results or [] if isinstance(r.metric_args, dict)}
@@ -406,7 +414,7 @@ def push_to_hub(
     files = result_files(leaderboard_dir)
     if not files or not (model_dir / "README.md").is_file():
         raise FileNotFoundError(f"{model_dir} holds no result files to push (a subset run, or no --dataset-id)")
-    card_text = _merged_card(model_repo, model_dir / "README.md", dataset_id, token)
+    card_text = _merged_card(api, model_repo, model_dir / "README.md", dataset_id)
     operations = [CommitOperationAdd(path_in_repo="README.md", path_or_fileobj=card_text.encode("utf-8"))]
     operations += [
         CommitOperationAdd(path_in_repo=f"{EVAL_RESULTS_DIR}/{path.name}", path_or_fileobj=str(path)) for path in files
