@@ -180,3 +180,16 @@ class HubStandIn:
                 pr_url = None
         return handler._send(200, {"commitUrl": f"{self.url(repo.type, repo.id)}/commit/{oid}", "commitOid": oid,
                                    "pullRequestUrl": pr_url})
+
+
+def point_huggingface_hub_at(standin: HubStandIn, monkeypatch, cache_dir) -> None:
+    """Make ``huggingface_hub`` (HfApi, downloads) talk to ``standin``, with a token and online."""
+    import huggingface_hub
+
+    constants = huggingface_hub.constants
+    monkeypatch.setattr(constants, "ENDPOINT", standin.endpoint)
+    monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE",
+                        standin.endpoint + "/{repo_id}/resolve/{revision}/{filename}")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache_dir))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_TOKEN", "hf_standin_token")

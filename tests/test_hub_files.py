@@ -16,7 +16,7 @@ import pytest
 import yaml
 from huggingface_hub import EvalResult, ModelCard, parse_eval_result_entries
 from huggingface_hub.repocard_data import model_index_to_eval_results
-from hub_standin import HubStandIn
+from hub_standin import HubStandIn, point_huggingface_hub_at
 
 import apibank_cli
 from apibank.hub import leaderboard
@@ -206,13 +206,7 @@ def test_good_hub_ids_pass_and_details_repo_names_stay_valid():
 @pytest.fixture
 def hub(monkeypatch, tmp_path):
     with HubStandIn() as standin:
-        constants = huggingface_hub.constants
-        monkeypatch.setattr(constants, "ENDPOINT", standin.endpoint)
-        monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE",
-                            standin.endpoint + "/{repo_id}/resolve/{revision}/{filename}")
-        monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub-cache"))
-        monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
-        monkeypatch.setenv("HF_TOKEN", "hf_standin_token")
+        point_huggingface_hub_at(standin, monkeypatch, tmp_path / "hub-cache")
         yield standin
 
 

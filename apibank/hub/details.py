@@ -60,6 +60,11 @@ def _features():
     )
 
 
+def json_value(value: Any) -> str | None:
+    """A Python value for a ``Json()`` column as exact JSON text (``Json()`` itself would round floats)."""
+    return None if value is None else json.dumps(value, ensure_ascii=False)
+
+
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
 
@@ -81,7 +86,7 @@ def details_rows(output_dir: str | os.PathLike[str]) -> dict[str, list[dict[str,
                 "kind": detail["kind"],
                 "format": record.get("format"),
                 "model": None if record.get("model") is None else str(record.get("model")),
-                "prompt": record.get("prompt"),
+                "prompt": json_value(record.get("prompt")),
                 "raw_output": record.get("raw_output"),
                 "prediction": record.get("prediction", ""),
                 "verdict": detail.get("verdict"),
@@ -90,9 +95,9 @@ def details_rows(output_dir: str | os.PathLike[str]) -> dict[str, list[dict[str,
                 "error": detail.get("error"),
                 "extracted_call": detail.get("extracted_call"),
                 "api_name": detail.get("name"),
-                "arguments": detail.get("arguments"),
-                "result": detail.get("result"),
-                "retrieved": retrieved,
+                "arguments": json_value(detail.get("arguments")),
+                "result": json_value(detail.get("result")),
+                "retrieved": json_value(retrieved),
             }
         )
     return out
