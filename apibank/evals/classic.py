@@ -19,6 +19,7 @@ download), or, with ``dataset=NAMESPACE/NAME``, from the exported Hub dataset th
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Iterable, Mapping, Sequence
 
 from inspect_ai import Task, task
@@ -28,9 +29,11 @@ from inspect_ai.scorer import Score, SampleScore, Target, metric, scorer
 from inspect_ai.solver import Generate, TaskState, generate, solver
 
 from apibank.evals import _offline
-from apibank.evals.spec import FIELD_SPEC, METRIC_NAME, SCORER_NAME, SOLVER_NAME
+from apibank.evals.spec import FIELD_SPEC, METRIC_NAME, SCORER_NAME, SOLVER_NAME, registration_name
 
 _offline.install()  # mockllm's usage estimate must not need tiktoken's download
+_THIS = sys.modules[__name__]
+TASK_NAME = "api_bank"
 
 PROTOCOLS = ("paper", "corrected")
 LEVELS = (1, 2, 3)
@@ -61,7 +64,7 @@ def level_dataset(level: int, data_dir: str | None = None, dataset: str | None =
 
 
 # ---------------------------------------------------------------------------------------- solver
-@solver(name=SOLVER_NAME)
+@solver(name=registration_name(_THIS, SOLVER_NAME))
 def paper_prompt(icl: bool = False):
     """The paper's prompt as one user turn: the row's instruction (level 3 with ``icl``: the one with
     the worked example), a newline, and its input."""
@@ -120,7 +123,7 @@ def headline_metrics(scores: Mapping[str, Any], protocols: Iterable[str]) -> dic
     return out
 
 
-@metric(name=METRIC_NAME)
+@metric(name=registration_name(_THIS, METRIC_NAME))
 def api_bank_metrics():
     """Both protocols' API-Bank scores over all samples of the run, scored together by the metric."""
 
@@ -137,7 +140,7 @@ def api_bank_metrics():
     return compute
 
 
-@scorer(metrics=[api_bank_metrics()], name=SCORER_NAME)
+@scorer(metrics=[api_bank_metrics()], name=registration_name(_THIS, SCORER_NAME))
 def api_bank_scorer(protocols: Sequence[str] = PROTOCOLS, data_dir: str | None = None):
     """Judge one sample under each protocol: the completion's first API call executed and checked
     against the gold call (API rows), or ROUGE-L against the gold response (response rows)."""
@@ -170,7 +173,7 @@ def api_bank_scorer(protocols: Sequence[str] = PROTOCOLS, data_dir: str | None =
 
 
 # ---------------------------------------------------------------------------------------- task
-@task
+@task(name=registration_name(_THIS, TASK_NAME))
 def api_bank(
     level: int = 1,
     data_dir: str | None = None,

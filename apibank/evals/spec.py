@@ -31,6 +31,20 @@ def qualified(name: str) -> str:
     return f"{NAMESPACE}/{name}"
 
 
+def registration_name(module: Any, name: str) -> str:
+    """The name to give an inspect-ai decorator (task, solver, scorer, metric) in ``module`` so that
+    the object is registered as ``apibank/<name>`` however the package is installed.
+
+    inspect-ai prefixes the package name itself when it sees the module as installed; it does not
+    when an ``apibank.egg-info`` in the working directory (left by ``pip install -e .``) shadows the
+    editable install's metadata -- then ``inspect eval apibank/api_bank`` run from the checkout would
+    find nothing. So the prefix is added here exactly when inspect-ai would not add it.
+    """
+    from inspect_ai._util.package import get_installed_package_name
+
+    return name if get_installed_package_name(module) == NAMESPACE else qualified(name)
+
+
 def solvers_spec() -> list[dict[str, Any]]:
     """The paper prompt as one user turn, then the model's completion."""
     return [{"name": qualified(SOLVER_NAME), "args": {"icl": False}}, {"name": "generate"}]
