@@ -147,10 +147,10 @@ def export_repository(
 
 
 def write_eval_yaml_file(out: Path) -> Path:
-    from apibank.hub.leaderboard import _dump, eval_yaml
+    from apibank.hub.leaderboard import dump_yaml, eval_yaml
 
     path = out / EVAL_YAML_FILE
-    path.write_text(_dump(eval_yaml()), encoding="utf-8")
+    path.write_text(dump_yaml(eval_yaml()), encoding="utf-8")
     return path
 
 

@@ -292,14 +292,14 @@ class _NoAliasDumper(yaml.SafeDumper):
         return True
 
 
-def _dump(data: Any) -> str:
+def dump_yaml(data: Any) -> str:
     return yaml.dump(data, Dumper=_NoAliasDumper, sort_keys=False, allow_unicode=True)
 
 
 def write_eval_yaml(output_dir: str | os.PathLike[str]) -> Path:
     path = Path(output_dir) / "dataset" / "eval.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(_dump(eval_yaml()), encoding="utf-8")
+    path.write_text(dump_yaml(eval_yaml()), encoding="utf-8")
     return path
 
 
@@ -338,7 +338,7 @@ def write_leaderboard_files(
             results, dataset_id=dataset_id, protocol=protocol, dataset_revision=dataset_revision, source=source
         )
         path = model_dir / variant_file(protocol, fmt)
-        path.write_text(_dump(eval_result_entries_to_yaml(entries)), encoding="utf-8")
+        path.write_text(dump_yaml(eval_result_entries_to_yaml(entries)), encoding="utf-8")
         paths[f"eval_results:{protocol}"] = path
     index = model_index_results(results, dataset_id=dataset_id, dataset_revision=dataset_revision, source=source)
     paths["model_card"] = model_dir / "README.md"
