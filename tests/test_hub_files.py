@@ -327,3 +327,23 @@ def test_details_rows_join_predictions_and_verdicts(data_dir, tmp_path):
     assert sum(bool(r["verdict"]) for r in rows["corrected"] if r["kind"] == "api") == 135
     folder = write_details_dataset(out, DATASET)
     assert json.loads((folder / "results.json").read_text())["counts"]["level-2"] == FULL_COUNTS["level-2"]
+
+
+def test_a_second_format_replaces_only_its_own_model_index_entries(tmp_path, hub):
+    from huggingface_hub import HfApi
+
+    from apibank.hub.leaderboard import push_to_hub
+
+    repo = hub.add_repo("model", "org/model", {"README.md": b"---\nlicense: mit\n---\n\n# Model\n"})
+    api = HfApi(endpoint=hub.endpoint, token="hf_standin_token")
+    for run, fmt in (("paper", "paper"), ("tools", "tools"), ("tools-again", "tools")):
+        write_leaderboard_files(_results(fmt), tmp_path / run, dataset_id=DATASET)
+        push_to_hub(tmp_path / run, "org/model", dataset_id=DATASET, api=api)
+        hub.add_repo("model", "org/model", repo.pull_requests[-1]["files"])  # the pull request is merged
+    card = ModelCard(repo.files["README.md"].decode())
+    formats = [r.metric_args["format"] for r in card.data.eval_results]
+    assert formats.count("paper") == formats.count("tools") == 2 * len(TASKS)
+    assert card.data.license == "mit"
+    assert sorted(name for name in repo.files if name.startswith(".eval_results/")) == [
+        ".eval_results/api-bank-corrected-tools.yaml", ".eval_results/api-bank-corrected.yaml",
+        ".eval_results/api-bank-tools.yaml", ".eval_results/api-bank.yaml"]
