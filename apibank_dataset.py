@@ -29,7 +29,7 @@ from typing import Iterator
 
 import datasets
 
-from apibank.data.features import CONFIGS, FEATURES, mapping_of, resolve_files
+from apibank.data.features import CONFIGS, FEATURES, arrow_row, mapping_of, resolve_files
 from apibank.data.rows import iter_rows, mapping_source
 
 _CITATION = """\
@@ -88,4 +88,4 @@ class ApiBank(datasets.GeneratorBasedBuilder):
 
     def _generate_examples(self, files: dict[str, str]) -> Iterator[tuple[str, dict]]:
         for row in iter_rows(self.config.name, levels=self.config.levels, source=mapping_source(files)):
-            yield row["id"], row
+            yield row["id"], arrow_row(row)

@@ -7,8 +7,9 @@ Output folder layout (``evaluate``):
 * ``results.json``: scores, counts, revisions, protocol descriptions, model, backend, dtype, batch size,
   decoding settings, package version;
 * ``report.md`` with PNG plots;
-* ``leaderboard/``: ``model/README.md`` (model-index), ``model/.eval_results/api-bank.yaml`` and
-  ``dataset/eval.yaml``.
+* ``leaderboard/``: ``dataset/eval.yaml``; with a ``dataset_id`` and complete levels also
+  ``model/README.md`` (model-index) and ``model/.eval_results/<variant>.yaml``, one per protocol
+  (:mod:`apibank.hub.leaderboard`).
 """
 
 from __future__ import annotations
@@ -161,9 +162,10 @@ def write_outputs(
     rows: Sequence[Mapping[str, Any]],
     output_dir: Path,
     *,
-    dataset_id: str,
+    dataset_id: str | None,
     leaderboard_protocol: str = "paper",
-    source_url: str | None = None,
+    dataset_revision: str | None = None,
+    source: Any = None,
 ) -> dict[str, Path]:
     from apibank.hub.leaderboard import write_leaderboard_files
     from apibank.report.markdown import write_report
@@ -180,8 +182,8 @@ def write_outputs(
     }
     paths.update(
         write_leaderboard_files(
-            results, output_dir / LEADERBOARD_DIR, dataset_id=dataset_id, protocol=leaderboard_protocol,
-            source_url=source_url,
+            results, output_dir / LEADERBOARD_DIR, dataset_id=dataset_id, dataset_revision=dataset_revision,
+            source=source,
         )
     )
     return paths
@@ -203,6 +205,7 @@ def evaluate(
     protocols: Sequence[str] = PROTOCOLS,
     backend_options: Mapping[str, Any] | None = None,
     dataset_id: str | None = None,
+    dataset_revision: str | None = None,
     leaderboard_protocol: str = "paper",
     overwrite: bool = False,
     progress: bool = True,
@@ -210,9 +213,6 @@ def evaluate(
 ) -> dict[str, Any]:
     """Generate predictions for ``model`` (a Hub id, a local path, an endpoint model name or ``oracle``),
     score them and write every output file; returns the results dictionary."""
-    from apibank.hub.leaderboard import DEFAULT_DATASET_ID
-
-    dataset_id = dataset_id or DEFAULT_DATASET_ID
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     rows = list(rows) if rows is not None else load_rows(levels, data_dir, limit)
@@ -235,7 +235,7 @@ def evaluate(
         icl=icl, dataset_id=dataset_id,
     )
     write_outputs(results, scores.get("details", []), rows, output_dir, dataset_id=dataset_id,
-                  leaderboard_protocol=leaderboard_protocol)
+                  leaderboard_protocol=leaderboard_protocol, dataset_revision=dataset_revision)
     return results
 
 
@@ -254,8 +254,6 @@ def score_file(
     Only rows with a prediction are scored (so a ``--limit`` run scores its subset); outputs go to
     ``output_dir`` (default: the predictions file's folder).
     """
-    from apibank.hub.leaderboard import DEFAULT_DATASET_ID
-
     predictions = Path(predictions)
     records = read_predictions(predictions)
     if not records:
@@ -268,14 +266,14 @@ def score_file(
     info = {"model_id": model or first.get("model"), "backend": None}
     results = build_results(
         scores, rows, model_info=info, fmt=first.get("format"), decoding=first.get("decoding"), batch_size=None,
-        limit=None, dataset_id=dataset_id or DEFAULT_DATASET_ID,
+        limit=None, dataset_id=dataset_id,
     )
     output_dir = Path(output_dir) if output_dir is not None else predictions.parent
     if output_dir.resolve() != predictions.parent.resolve() or predictions.name != PREDICTIONS_FILE:
         output_dir.mkdir(parents=True, exist_ok=True)
         if not (output_dir / PREDICTIONS_FILE).exists():
             write_predictions(output_dir / PREDICTIONS_FILE, records)
-    write_outputs(results, scores.get("details", []), rows, output_dir, dataset_id=dataset_id or DEFAULT_DATASET_ID,
+    write_outputs(results, scores.get("details", []), rows, output_dir, dataset_id=dataset_id,
                   leaderboard_protocol=leaderboard_protocol)
     return results
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import http.server
 import io
+import json
 import os
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import datasets
 import pytest
 import yaml
 
+from apibank.data.features import arrow_row
 from apibank.data.rows import TRAINING_CONFIG, iter_rows, required_files
 from apibank.data.upstream import (
     BASE_URL_ENV,
@@ -26,6 +28,28 @@ from apibank_dataset import ApiBank
 
 TEST_CONFIGS = ("level-1", "level-2", "level-3")
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _floats_to_12_digits(value):
+    if isinstance(value, float):
+        return float(f"{value:.12g}")
+    if isinstance(value, dict):
+        return {key: _floats_to_12_digits(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_floats_to_12_digits(item) for item in value]
+    return value
+
+
+def _decoded(row):
+    """A plain row as the Arrow dataset gives it back: the turns' arguments and results as JSON values.
+
+    Floats compare to 12 digits: ``Json()`` stores the exact JSON text, but decodes it with pandas'
+    ujson, which can miss by one unit in the last place (0.7 -> 0.7000000000000001)."""
+    def turn(t):
+        stored = arrow_row({"history": [], "target": t})["target"]
+        return {**t, **{k: None if stored[k] is None else json.loads(stored[k]) for k in ("arguments", "result")}}
+
+    return _floats_to_12_digits({**row, "history": [turn(t) for t in row["history"]], "target": turn(row["target"])})
 
 
 def _build(config, cache_dir, **kwargs):
@@ -45,9 +69,11 @@ def test_local_build_matches_rows(data_dir, local_cache, config):
     dataset = builder.as_dataset(split="test")
     assert dataset.features["level"] == datasets.Value("int32")
     assert dataset.features["history"] == datasets.List(
-        {name: datasets.Value("string") for name in ("role", "text", "api_name", "arguments", "result")}
+        {**{name: datasets.Value("string") for name in ("role", "text", "api_name")},
+         "arguments": datasets.Json(), "result": datasets.Json()}
     )
-    assert dataset.to_list() == list(iter_rows(config, data_dir))
+    assert dataset.features["reference"] == datasets.Value("string")
+    assert _floats_to_12_digits(dataset.to_list()) == [_decoded(row) for row in iter_rows(config, data_dir)]
     assert list(builder.info.splits) == ["test"]
 
 
@@ -129,7 +155,8 @@ def upstream_server(data_dir, monkeypatch):
 
 def test_download_path_verifies_and_matches_local_rows(data_dir, upstream_server, tmp_path):
     builder = _build("level-3", tmp_path)
-    assert builder.as_dataset(split="test").to_list() == list(iter_rows("level-3", data_dir))
+    rows = builder.as_dataset(split="test").to_list()
+    assert _floats_to_12_digits(rows) == [_decoded(row) for row in iter_rows("level-3", data_dir)]
     served = {path.lstrip("/") for path in upstream_server.requested}
     assert served == set(required_files("level-3"))
     train = _build(TRAINING_CONFIG, tmp_path, levels=(3,)).as_dataset(split="train")
@@ -210,6 +237,45 @@ def test_exported_repository_loads_like_the_builder(exported, data_dir, local_ca
     built = _build(config, local_cache, data_dir=str(data_dir), **extra).as_dataset(split=split)
     assert loaded.features == built.features
     assert loaded.to_list() == built.to_list()
+
+
+def test_export_registers_the_benchmark_with_structured_rows(exported, data_dir, tmp_path):
+    from apibank.hub.leaderboard import eval_yaml
+
+    out, _ = exported
+    assert yaml.safe_load((out / "eval.yaml").read_text("utf-8")) == eval_yaml()
+    assert (out / "LICENSE").read_bytes() == (data_dir / "LICENSE").read_bytes()
+    loaded = datasets.load_dataset(str(out), "level-1", split="test", cache_dir=str(tmp_path))
+    assert isinstance(loaded.features["target"]["arguments"], datasets.Json)
+    api_row = next(row for row in loaded if row["kind"] == "api")
+    reference = json.loads(api_row["reference"])  # the metric's reference stays JSON text
+    assert api_row["target"]["arguments"] == reference["gold"]["arguments"]
+    assert api_row["target"]["result"] == reference["gold"]["result"]
+    assert all(turn["arguments"] is None for turn in api_row["history"] if turn["role"] != "API")
+
+
+def test_export_push_to_hub_uploads_the_repository(exported, tmp_path, monkeypatch):
+    from hub_standin import HubStandIn, point_huggingface_hub_at
+
+    from apibank.hub.dataset_repo import push_repository
+
+    out, _ = exported
+    with HubStandIn() as hub:
+        point_huggingface_hub_at(hub, monkeypatch, tmp_path / "hub-cache")
+        url = push_repository(out, "someone/API-Bank")
+        files = hub.repos[("dataset", "someone/API-Bank")].files
+    assert url.startswith(f"{hub.endpoint}/datasets/someone/API-Bank/commit/")
+    local = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()}
+    assert set(files) == local and {"README.md", "eval.yaml", "LICENSE"} <= local
+    assert files["eval.yaml"] == (out / "eval.yaml").read_bytes()
+
+
+def test_export_push_target_must_be_a_hub_id(tmp_path, capsys):
+    import apibank_cli
+
+    with pytest.raises(SystemExit):
+        apibank_cli.main(["export-dataset", "--out", str(tmp_path / "out"), "--push-to-hub", "no-namespace"])
+    assert "not a Hub id" in capsys.readouterr().err and not (tmp_path / "out").exists()
 
 
 def test_export_with_explicit_missing_levels_fails(data_dir, tmp_path, capsys):

@@ -22,7 +22,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="prompt format (default: chat; paper for --model oracle)")
     parser.add_argument("--backend", choices=BACKENDS, default="transformers")
     parser.add_argument("--limit", type=int, default=None,
-                        help="at most N API-call rows and N response rows per level (a quick subset)")
+                        help="at most N API-call rows and N response rows per level (a quick subset; "
+                        "needs --allow-subset)")
+    parser.add_argument("--allow-subset", action="store_true",
+                        help="accept a --limit subset: scores and report are written, never leaderboard "
+                        "files under the official task ids, and nothing is pushed")
     parser.add_argument("--output", default=None, help="output folder (default: apibank-results/<model>-<format>)")
     parser.add_argument("--data-dir", default=None, help="local copy of the upstream API-Bank folder (default: download)")
     parser.add_argument("--overwrite", action="store_true", help="discard earlier predictions instead of resuming")
@@ -47,15 +51,60 @@ def configure(parser: argparse.ArgumentParser) -> None:
                      "tool messages that answer no tool call)")
     out = parser.add_argument_group("scoring and leaderboard")
     out.add_argument("--protocols", nargs="+", choices=("paper", "corrected"), default=["paper", "corrected"])
-    out.add_argument("--dataset-id", default=None, help="Hub dataset id the leaderboard files point at")
+    out.add_argument("--dataset-id", type=_hub_id("--dataset-id"), default=None, metavar="NAMESPACE/NAME",
+                     help="the benchmark's Hub dataset (the repository holding eval.yaml) the leaderboard files "
+                     "point at; without it no model leaderboard files are written; required to push")
+    out.add_argument("--dataset-revision", default=None, metavar="COMMIT",
+                     help="commit of that Hub dataset repository (default: read from the Hub when pushing)")
     out.add_argument("--leaderboard-protocol", choices=("paper", "corrected"), default="paper",
-                     help="protocol of the .eval_results values and the report's per-API plot")
+                     help="protocol of the report's per-API plot (the leaderboard files hold every protocol)")
     out.add_argument("--push-to-hub", nargs="?", const=True, default=None, metavar="MODEL_REPO",
-                     help="open a pull request with the results on the model repository (default: --model)")
-    out.add_argument("--push-eval-yaml", default=None, metavar="DATASET_REPO",
+                     help="upload the per-sample details as a dataset, then open a pull request with the results "
+                     "(linking them) on the model repository (default: --model); needs --dataset-id")
+    out.add_argument("--details-repo", type=_hub_id("--details-repo"), default=None, metavar="NAMESPACE/NAME",
+                     help="with --push-to-hub: dataset repository for the per-sample details "
+                     "(default: MODEL_REPO-apibank-details)")
+    out.add_argument("--push-eval-yaml", type=_hub_id("--push-eval-yaml"), default=None, metavar="DATASET_REPO",
                      help="with --push-to-hub: also open a pull request adding eval.yaml to this dataset repository")
     out.add_argument("--json", action="store_true", help="print results.json instead of the table")
     out.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _hub_id(flag: str):
+    def parse(text: str) -> str:
+        from apibank.hub.ids import HubIdError, check_repo_id
+
+        try:
+            return check_repo_id(text, flag)
+        except HubIdError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    return parse
+
+
+def push_target(args: argparse.Namespace) -> str | None:
+    """The model repository to push to (None without --push-to-hub), checked before any work is done."""
+    from apibank.hub.ids import HubIdError, check_repo_id
+
+    if args.limit is not None and not args.allow_subset:
+        raise SystemExit(f"apibank evaluate: --limit {args.limit} scores a subset of the benchmark; pass "
+                         "--allow-subset to run it (its results never go under the official task ids)")
+    if not args.push_to_hub:
+        if args.push_eval_yaml or args.details_repo:
+            raise SystemExit("apibank evaluate: --push-eval-yaml and --details-repo go with --push-to-hub")
+        return None
+    if args.limit is not None:
+        raise SystemExit("apibank evaluate: a --limit subset is never pushed to the Hub")
+    if not args.dataset_id:
+        raise SystemExit("apibank evaluate: --push-to-hub needs --dataset-id NAMESPACE/NAME, the benchmark's Hub "
+                         "dataset (the repository holding eval.yaml)")
+    if args.push_to_hub is True and args.model == "oracle":
+        raise SystemExit("apibank evaluate: --push-to-hub needs a repository name for --model oracle")
+    repo = args.model if args.push_to_hub is True else args.push_to_hub
+    try:
+        return check_repo_id(repo, "the model repository (--push-to-hub)")
+    except HubIdError as error:
+        raise SystemExit(f"apibank evaluate: {error}") from None
 
 
 def default_output(model: str, fmt: str) -> Path:
@@ -79,8 +128,10 @@ def backend_options(args: argparse.Namespace) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    from apibank.hub.leaderboard import leaderboard_note
     from apibank.pipeline import evaluate, results_table
 
+    repo = push_target(args)
     fmt = args.fmt or ("paper" if args.model == "oracle" else "chat")
     output = Path(args.output) if args.output else default_output(args.model, fmt)
     results = evaluate(
@@ -97,20 +148,23 @@ def run(args: argparse.Namespace) -> int:
         protocols=args.protocols,
         backend_options=backend_options(args),
         dataset_id=args.dataset_id,
+        dataset_revision=args.dataset_revision,
         leaderboard_protocol=args.leaderboard_protocol,
         overwrite=args.overwrite,
         progress=not args.no_progress,
     )
     print(json.dumps(results, indent=2, default=str) if args.json else results_table(results))
     print(f"\nwritten to {output}/ (results.json, predictions.jsonl, details.jsonl, report.md, leaderboard/)")
-    if args.push_to_hub:
-        from apibank.hub.leaderboard import DEFAULT_DATASET_ID, push_to_hub
+    note = leaderboard_note(results, args.dataset_id)
+    if note:
+        print(f"note: {note}")
+    if repo:
+        from apibank.hub.details import publish
 
-        repo = args.model if args.push_to_hub is True else args.push_to_hub
-        if args.model == "oracle" and args.push_to_hub is True:
-            raise SystemExit("apibank evaluate: --push-to-hub needs a repository name for --model oracle")
-        urls = push_to_hub(output / "leaderboard", repo, dataset_repo=args.push_eval_yaml,
-                           dataset_id=args.dataset_id or DEFAULT_DATASET_ID)
-        for where, url in urls.items():
+        published = publish(output, repo, dataset_id=args.dataset_id, details_repo=args.details_repo,
+                            dataset_revision=args.dataset_revision, eval_yaml_repo=args.push_eval_yaml)
+        print(f"per-sample details: {published['details']}")
+        print(f"benchmark dataset revision: {published['dataset_revision'] or 'unknown (not on the Hub)'}")
+        for where, url in published["pull_requests"].items():
             print(f"pull request ({where}): {url}")
     return 0

@@ -1,10 +1,12 @@
 """``apibank export-dataset``: write a script-free dataset repository (Parquet + README).
 
-    apibank export-dataset --data-dir DIR --out OUT [--training-levels 3] [--push-to NAMESPACE/apibank]
+    apibank export-dataset --data-dir DIR --out OUT [--training-levels 3] [--push-to-hub NAMESPACE/API-Bank]
 
-Then ``datasets.load_dataset(OUT, "level-1", split="test")``; after ``--push-to``,
-``datasets.load_dataset("NAMESPACE/apibank", "level-1")``. Without ``--training-levels`` the training
-config holds every level whose files the copy has, and says on stderr which it left out.
+Writes Parquet per config, ``README.md`` (the card with ``configs:``), ``eval.yaml`` (the Hub
+benchmark registration) and ``LICENSE``. Then ``datasets.load_dataset(OUT, "level-1", split="test")``;
+after ``--push-to-hub``, ``datasets.load_dataset("NAMESPACE/API-Bank", "level-1")``, and that id is the
+``--dataset-id`` of ``apibank evaluate``. Without ``--training-levels`` the training config holds every
+level whose files the copy has, and says on stderr which it left out.
 """
 
 from __future__ import annotations
@@ -23,6 +25,15 @@ def _levels(text: str) -> tuple[int, ...]:
     return levels
 
 
+def _repo_id(text: str) -> str:
+    from apibank.hub.ids import HubIdError, check_repo_id
+
+    try:
+        return check_repo_id(text, "--push-to-hub")
+    except HubIdError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", help="local copy of upstream api-bank/ (default: $APIBANK_DATA_DIR, "
                         "else verified downloads from the pinned commit)")
@@ -32,7 +43,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "(default: the levels available)")
     parser.add_argument("--cache-dir", help="datasets cache for the intermediate Arrow builds")
     parser.add_argument("--card", help="dataset card to turn into README.md (default: dataset_card.md)")
-    parser.add_argument("--push-to", metavar="REPO_ID", help="also upload the folder as this Hub dataset")
+    parser.add_argument("--push-to-hub", "--push-to", dest="push_to", type=_repo_id, metavar="NAMESPACE/NAME",
+                        help="also upload the folder as this Hub dataset (it then hosts the leaderboard)")
     parser.add_argument("--private", action="store_true", help="create the Hub repository as private")
 
 

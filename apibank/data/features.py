@@ -7,10 +7,11 @@ from :mod:`apibank.data.rows`.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import datasets
 
@@ -23,13 +24,16 @@ from apibank.data.upstream import (
     verify,
 )
 
+# A dialogue turn. An API turn's call arguments and recorded result are JSON values (datasets'
+# ``Json()`` feature, made for tool-calling data); other turns have none (null).
 _TURN = {
     "role": datasets.Value("string"),
     "text": datasets.Value("string"),
     "api_name": datasets.Value("string"),
-    "arguments": datasets.Value("string"),
-    "result": datasets.Value("string"),
+    "arguments": datasets.Json(),
+    "result": datasets.Json(),
 }
+STRUCTURED_TURN_FIELDS = ("arguments", "result")
 
 TEST_FEATURES = datasets.Features(
     {
@@ -46,6 +50,7 @@ TEST_FEATURES = datasets.Features(
         "input": datasets.Value("string"),
         "expected_output": datasets.Value("string"),
         "instruction_icl": datasets.Value("string"),
+        # The metric's reference, kept as the JSON text ``evaluate``'s metric takes.
         "reference": datasets.Value("string"),
     }
 )
@@ -64,6 +69,40 @@ TRAINING_FEATURES = datasets.Features(
 )
 
 FEATURES = {"test-rows": TEST_FEATURES, "training-rows": TRAINING_FEATURES}
+
+
+def json_text(value: Any) -> str | None:
+    """A value for a ``Json()`` column, as exact JSON text.
+
+    ``Json()`` keeps valid JSON text as it is but serialises Python objects with pandas' ujson,
+    which rounds floats to 10 significant digits (a recorded Calculator result 77.33333333333333
+    would come back as 77.3333333333); the standard library's text is exact."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        json.loads(value)  # already JSON text: must parse
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _structured_turn(turn: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(turn)
+    for name in STRUCTURED_TURN_FIELDS:
+        value = turn.get(name)
+        out[name] = None if value in ("", None) else json_text(value)
+    return out
+
+
+def arrow_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A row of :func:`apibank.data.rows.iter_rows` as the Arrow features take it: the turns' call
+    arguments and results as JSON values (read back as objects; null for turns without a call);
+    everything else, the ``reference`` text included, unchanged. Training rows pass through."""
+    if "history" not in row:
+        return dict(row)
+    out = dict(row)
+    out["history"] = [_structured_turn(turn) for turn in row["history"]]
+    out["target"] = _structured_turn(row["target"])
+    return out
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,11 @@ datasets 4+ refuses loading scripts. The exported folder needs none:
 to the Hub gives ``load_dataset("<namespace>/apibank", "level-1")``.
 
 Layout: ``<config>/<split>-00000-of-00001.parquet`` for every config of
-:data:`apibank.data.features.CONFIGS`, and ``README.md`` = ``dataset_card.md`` whose YAML header
-gets the exported ``configs`` and ``dataset_info`` (features, row counts, sizes).
+:data:`apibank.data.features.CONFIGS` (call arguments and results as ``Json()`` values, the metric's
+``reference`` as text); ``README.md`` = ``dataset_card.md`` whose YAML header gets the exported
+``configs`` and ``dataset_info`` (features, row counts, sizes); ``eval.yaml``, which registers the
+repository as a Hub benchmark (:func:`apibank.hub.leaderboard.eval_yaml`); and ``LICENSE``, the
+upstream data's Apache-2.0 license (verified like every upstream file).
 
 Training levels: by default the training config holds every level whose files are available. A
 local copy without the level-1/2 training files (the usual case: they are large) therefore exports
@@ -20,7 +23,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from apibank.data.features import CONFIGS
 from apibank.data.rows import (
@@ -31,9 +34,11 @@ from apibank.data.rows import (
     present_training_levels,
     training_files,
 )
-from apibank.data.upstream import UpstreamDataError, manifest, resolve_data_dir
+from apibank.data.upstream import UpstreamDataError, fetch, manifest, resolve_data_dir
 
 PARQUET_NAME = "{split}-00000-of-00001.parquet"
+EVAL_YAML_FILE = "eval.yaml"
+LICENSE_FILE = "LICENSE"
 
 
 @dataclass
@@ -136,17 +141,34 @@ def export_repository(
     if notes:
         card.text = "\n".join(f"> **Export note.** {note}\n" for note in notes) + "\n" + card.text
     (out / "README.md").write_text(str(card), encoding="utf-8")
+    write_eval_yaml_file(out)
+    (out / LICENSE_FILE).write_bytes(fetch(LICENSE_FILE, data_dir).read_bytes())
     return report
 
 
-def push_repository(out: str | os.PathLike[str], repo_id: str, *, private: bool = False) -> str:
+def write_eval_yaml_file(out: Path) -> Path:
+    from apibank.hub.leaderboard import dump_yaml, eval_yaml
+
+    path = out / EVAL_YAML_FILE
+    path.write_text(dump_yaml(eval_yaml()), encoding="utf-8")
+    return path
+
+
+def push_repository(out: str | os.PathLike[str], repo_id: str, *, private: bool = False, api: Any = None) -> str:
     """Upload an exported folder as the Hub dataset ``repo_id``; returns the commit URL."""
     from huggingface_hub import HfApi
 
-    api = HfApi()
+    from apibank.hub.ids import check_repo_id
+
+    check_repo_id(repo_id, "the dataset repository")
+    missing = [name for name in ("README.md", EVAL_YAML_FILE, LICENSE_FILE) if not (Path(out) / name).is_file()]
+    if missing:
+        raise FileNotFoundError(f"{out} is not an exported repository: it lacks {', '.join(missing)}")
+    api = api or HfApi()
     api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
-    commit = api.upload_folder(folder_path=str(out), repo_id=repo_id, repo_type="dataset")
-    return str(commit)
+    commit = api.upload_folder(folder_path=str(out), repo_id=repo_id, repo_type="dataset",
+                               commit_message="Upload API-Bank (apibank export-dataset)")
+    return str(commit.commit_url if hasattr(commit, "commit_url") else commit)
 
 
 def print_report(report: ExportReport, stream=sys.stdout) -> None:

