@@ -1,0 +1,298 @@
+"""Judging in a worker process whose deadline and memory really bind.
+
+A signal timer cannot stop work done in C (tokenisers, the regex engine), is unavailable outside the
+main thread and would replace the caller's own timer. So the API rows of one ``score()`` call are
+judged in a child process forked from the caller once everything shared (parsed databases, the
+ToolSearcher model and its catalogue embeddings) is loaded; the child inherits the work list and
+sends back one result per finished step. The parent waits on the pipe with a per-step deadline:
+
+* a step that does not report within ``timeout`` seconds gets an :class:`Overrun` (``TIMEOUT``), the
+  child is killed and a new one is forked at the next step;
+* the child's address space is capped (``RLIMIT_AS``) at what it inherited plus ``memory_mb``: a step
+  that allocates more gets ``MemoryError`` in Python or dies in C, and is an :class:`Overrun`
+  (``MEMORY_LIMIT``) either way.
+
+The worst case per step is therefore ``timeout`` plus one kill and fork (milliseconds) and
+``memory_mb`` of memory above the caller's, from any thread of the caller. One child serves a whole
+``score()`` call, so the overhead is one fork plus one pickled message per step.
+
+Steps are grouped: a handler gets the state its group carried from the previous step (the paper
+protocol's shared gold record, edited in place by some checks) and returns the state for the next.
+The state after each step travels with its result, so a restarted child resumes a group where the
+killed one left it (the overrun step's own edits are lost: it has no verdict to keep them for).
+
+Where ``fork`` does not exist (Windows), steps run in the calling process, bounded only by the
+input caps of :mod:`apibank.judge.bounds`.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Hashable, Sequence
+
+TIMEOUT = "TIMEOUT"
+MEMORY_LIMIT = "MEMORY_LIMIT"
+DEFAULT_MEMORY_MB = 768
+# A fork is ready in milliseconds; this only guards against a child that never starts.
+READY_WAIT_S = 120.0
+
+
+@dataclass(frozen=True)
+class Overrun:
+    """A step stopped by its deadline or its memory limit (``kind`` is TIMEOUT or MEMORY_LIMIT)."""
+
+    kind: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Step:
+    group: Hashable  # steps of one group are consecutive and share the carried state
+    payload: Any
+
+
+Handler = Callable[[Any, Any], "tuple[Any, Any]"]  # (payload, carried state) -> (result, state)
+
+
+@dataclass
+class RunStats:
+    """What a run cost: restarts of the child and, when measured, each step's peak memory."""
+
+    forks: int = 0
+    peak_mb: dict[int, float] | None = None
+
+
+def fork_available() -> bool:
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+def check_timeout(timeout: Any) -> float | None:
+    """A per-step deadline in seconds: a positive number, or None/inf for none; else a clear error."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(f"timeout must be a number of seconds or None, not {type(timeout).__name__}")
+    value = float(timeout)
+    if value != value or value <= 0:
+        raise ValueError(f"timeout must be a positive number of seconds (or None for no limit), got {timeout!r}")
+    return None if value == float("inf") else value
+
+
+def _status_kb(field: str) -> int | None:
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _limit_memory(memory_mb: float | None) -> None:
+    if memory_mb is None:
+        return
+    try:
+        import resource
+    except ImportError:  # not POSIX
+        return
+    current = _status_kb("VmSize")
+    if current is None:
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = current * 1024 + int(memory_mb * 1024 * 1024)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+def _reset_peak() -> int | None:
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as handle:
+            handle.write("5")
+    except OSError:
+        return None
+    return _status_kb("VmRSS")
+
+
+def _child(
+    connection: Any,
+    steps: Sequence[Step],
+    start: int,
+    state: Any,
+    handler: Handler,
+    memory_mb: float | None,
+    measure: bool,
+    after_fork: Callable[[], Any] | None,
+) -> None:
+    _limit_memory(memory_mb)
+    if after_fork is not None:
+        after_fork()
+    connection.send(("ready", None, None))
+    for index in range(start, len(steps)):
+        step = steps[index]
+        if index > start and steps[index - 1].group != step.group:
+            state = None
+        baseline = _reset_peak() if measure else None
+        try:
+            result, state = handler(step.payload, state)
+        except MemoryError:
+            result, state = Overrun(MEMORY_LIMIT, f"the step exceeded its memory limit of {memory_mb} MB"), state
+        peak = None
+        if baseline is not None:
+            high = _status_kb("VmHWM")
+            peak = max(0, (high or baseline) - baseline) / 1024
+        following = index + 1 < len(steps) and steps[index + 1].group == step.group
+        try:
+            connection.send((index, result, (state if following else None, peak)))
+        except MemoryError:
+            connection.send((index, Overrun(MEMORY_LIMIT, "the step's result exceeded the memory limit"), (state, peak)))
+
+
+def run_steps(
+    steps: Sequence[Step],
+    handler: Handler,
+    *,
+    timeout: float | None,
+    memory_mb: float | None = DEFAULT_MEMORY_MB,
+    after_fork: Callable[[], Any] | None = None,
+    finish: Callable[[], Any] | None = None,
+    merge: Callable[[Any], None] | None = None,
+    measure: bool = False,
+    stats: RunStats | None = None,
+) -> list[Any]:
+    """Run ``handler`` over ``steps`` in a bounded child; one result (or :class:`Overrun`) per step.
+
+    ``after_fork`` runs in each child before its first step; ``finish`` runs in a child that completes
+    its steps and its return value is handed to ``merge`` in the parent (caches worth keeping).
+    """
+    if not steps:
+        return []
+    if not fork_available():
+        return _run_here(steps, handler)
+    context = multiprocessing.get_context("fork")
+    results: list[Any] = [None] * len(steps)
+    peaks: dict[int, float] = {}
+    position = 0
+    state: Any = None
+    while position < len(steps):
+        receiver, sender = context.Pipe(duplex=False)
+        process = context.Process(
+            target=_child_main,
+            args=(sender, steps, position, state, handler, memory_mb, measure, after_fork, finish),
+            daemon=True,
+        )
+        process.start()
+        sender.close()
+        if stats is not None:
+            stats.forks += 1
+        try:
+            position, state = _collect(receiver, process, steps, position, state, results, peaks, timeout, memory_mb, merge)
+        finally:
+            receiver.close()
+            if process.is_alive():
+                process.kill()
+            process.join()
+            process.close()
+    if stats is not None and measure:
+        stats.peak_mb = peaks
+    return results
+
+
+def _child_main(sender: Any, steps: Sequence[Step], start: int, state: Any, handler: Handler,
+                memory_mb: float | None, measure: bool, after_fork: Callable[[], Any] | None,
+                finish: Callable[[], Any] | None) -> None:
+    try:
+        _child(sender, steps, start, state, handler, memory_mb, measure, after_fork)
+    except (BrokenPipeError, EOFError):  # the parent gave up on this child
+        os._exit(0)
+    value = None
+    if finish is not None:
+        try:
+            value = finish()
+        except Exception:  # a cache that cannot be sent back only costs time
+            value = None
+    sender.send(("finish", value, None))
+    sender.close()
+
+
+def _collect(receiver: Any, process: Any, steps: Sequence[Step], position: int, state: Any, results: list[Any],
+             peaks: dict[int, float], timeout: float | None, memory_mb: float | None,
+             merge: Callable[[Any], None] | None) -> tuple[int, Any]:
+    """Read the child's reports until it finishes or overruns; returns where the next child starts."""
+    if not receiver.poll(READY_WAIT_S):
+        raise RuntimeError("the judging worker process did not start")
+    try:
+        receiver.recv()  # "ready": the first step's clock starts now
+    except EOFError:
+        raise RuntimeError(f"the judging worker process failed to start (exit code {process.exitcode})") from None
+    group_state = state
+    while True:
+        if position < len(steps):
+            wait = None if timeout is None else timeout
+            if not receiver.poll(wait):
+                results[position] = Overrun(TIMEOUT, f"the sample exceeded its time limit of {timeout} s")
+                return position + 1, _state_after(steps, position, group_state)
+        try:
+            message = receiver.recv()
+        except (EOFError, OSError):
+            if position >= len(steps):
+                return position, None
+            process.join(5)
+            results[position] = Overrun(
+                MEMORY_LIMIT,
+                f"the judging process died (exit code {process.exitcode}), presumably at its memory limit of {memory_mb} MB",
+            )
+            return position + 1, _state_after(steps, position, group_state)
+        index, result, extra = message
+        if index == "finish":
+            if merge is not None:
+                merge(result)
+            return len(steps), None
+        results[index] = result
+        group_state, peak = extra
+        if peak is not None:
+            peaks[index] = peak
+        position = index + 1
+
+
+def _state_after(steps: Sequence[Step], position: int, state: Any) -> Any:
+    """The carried state for the step after an overrun one: kept within its group, else reset."""
+    following = position + 1
+    if following < len(steps) and steps[following].group == steps[position].group:
+        return state
+    return None
+
+
+def _run_here(steps: Sequence[Step], handler: Handler) -> list[Any]:
+    results = []
+    state = None
+    for index, step in enumerate(steps):
+        if index and steps[index - 1].group != step.group:
+            state = None
+        result, state = handler(step.payload, state)
+        results.append(result)
+    return results
+
+
+def fresh_locks(*objects: Any) -> None:
+    """Give objects inherited across a fork new locks (another thread may have held the old ones)."""
+    seen: set[int] = set()
+    pending = list(objects)
+    while pending:
+        item = pending.pop()
+        if item is None or id(item) in seen:
+            continue
+        seen.add(id(item))
+        if hasattr(item, "_lock"):
+            try:
+                item._lock = threading.Lock()
+            except AttributeError:
+                pass
+        for name in ("_retriever", "backend", "inner_retriever"):
+            pending.append(getattr(item, name, None))
+
+
