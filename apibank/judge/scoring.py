@@ -68,6 +68,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 from collections import Counter, defaultdict
 from typing import Any, Iterable, Mapping, Sequence
@@ -78,8 +79,9 @@ from apibank_tools.retrieval import found_tool
 from apibank.data.upstream import upstream_source
 from apibank_tools.base import Record
 
-from apibank.judge.judging import SEARCHER, Judge, Verdict
+from apibank.judge.judging import MAX_PREDICTION_CHARS, SEARCHER, Judge, Verdict
 from apibank.judge.worker import DEFAULT_MEMORY_MB, Overrun, RunStats, Step, check_timeout, fresh_locks, run_steps
+from apibank.judge.references import REFERENCE_VERSION, ReferenceError, parse_references
 from apibank.judge.rouge import EmptyText, needs_deep_recursion, rouge_l, rouge_score_l
 
 PROTOCOLS = {
@@ -88,8 +90,6 @@ PROTOCOLS = {
     "corrected": "ast literal parsing, typed coercion, earlier gold calls replayed, checks without judging bugs, "
     "ToolSearcher judged on the retrieved tool, renamed parameters and data drift handled",
 }
-REFERENCE_VERSION = 1
-REQUIRED_KEYS = ("id", "level", "kind", "toolset", "file", "sample_id", "turn", "gold", "gold_text", "earlier_calls")
 # Execution-side failures, which lv3_evaluator counts apart from incorrect judgements.
 _EXECUTION_CATEGORIES = {
     "NO_API_CALL", "UNKNOWN_API", "INVALID_INPUT_PARAMETER", "MISS_INPUT_ARGUMENT", "TIMEOUT",
@@ -97,46 +97,8 @@ _EXECUTION_CATEGORIES = {
 }
 ABORT_EMPTY_HYPOTHESIS = "ABORT_EMPTY_HYPOTHESIS"
 ROUGE_RECURSION = "ROUGE_RECURSION"
-
-
-class ReferenceError(ValueError):
-    """The references are not apibank dataset ``reference`` fields."""
-
-
-# ------------------------------------------------------------------------------------ validation
-def parse_references(references: Sequence[str | Mapping[str, Any]]) -> list[dict[str, Any]]:
-    parsed = []
-    for index, reference in enumerate(references):
-        if isinstance(reference, str):
-            try:
-                reference = json.loads(reference)
-            except json.JSONDecodeError as error:
-                raise ReferenceError(
-                    f"references[{index}] is not JSON: pass the `reference` field of apibank dataset rows ({error})"
-                ) from None
-        elif isinstance(reference, Mapping):
-            reference = copy.deepcopy(dict(reference))
-        else:
-            raise ReferenceError(
-                f"references[{index}] is {type(reference).__name__}; expected the `reference` field (JSON text) "
-                "of an apibank dataset row"
-            )
-        if not isinstance(reference, dict) or reference.get("v") != REFERENCE_VERSION:
-            raise ReferenceError(
-                f"references[{index}] is not an apibank reference (version {REFERENCE_VERSION}); pass the "
-                "`reference` column of the apibank dataset, not `expected_output` or another dataset's labels"
-            )
-        missing = [key for key in REQUIRED_KEYS if key not in reference]
-        if missing or reference["kind"] not in ("api", "response") or reference["level"] not in (1, 2, 3):
-            raise ReferenceError(f"references[{index}] ({reference.get('id')!r}) is malformed: missing {missing}")
-        if reference["kind"] == "api" and not (
-            isinstance(reference["gold"], dict) and isinstance(reference["gold"].get("api_name"), str)
-        ):
-            raise ReferenceError(f"references[{index}] ({reference['id']!r}) is an API row without a gold call")
-        if reference["kind"] == "response" and not isinstance(reference["gold_text"], str):
-            raise ReferenceError(f"references[{index}] ({reference['id']!r}) is a response row without gold text")
-        parsed.append(reference)
-    return parsed
+# A response longer than MAX_PREDICTION_CHARS is not scored: 0 under both scores, with this flag.
+HYPOTHESIS_TOO_LONG = "HYPOTHESIS_TOO_LONG"
 
 
 def _check_predictions(predictions: Sequence[Any], count: int) -> list[str]:
@@ -160,6 +122,10 @@ def _check_predictions(predictions: Sequence[Any], count: int) -> list[str]:
 def response_scores(prediction: str, reference: Mapping[str, Any]) -> tuple[float, float, str | None]:
     """(ROUGE-L as the original computes it, rouge-score rougeL F, flag) for one response row."""
     gold = reference["gold_text"]
+    if len(prediction) > MAX_PREDICTION_CHARS:
+        # Bounds the pure-Python LCS work of a response row (worst case measured in
+        # benchmarks/bench_hostile.py); documented in the metric card.
+        return 0.0, 0.0, HYPOTHESIS_TOO_LONG
     if reference["level"] == 3:
         hypothesis = prediction.replace("User:", "").replace("AI:", "").strip()
     else:
@@ -273,7 +239,8 @@ def _ratio(correct: int, total: int) -> float | None:
 
 
 def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
+    # fsum is exactly rounded, so the mean does not depend on the order of the rows
+    return math.fsum(values) / len(values) if values else None
 
 
 def _level_name(level: int) -> str:

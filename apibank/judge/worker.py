@@ -127,7 +127,7 @@ def _child(
     memory_mb: float | None,
     measure: bool,
     after_fork: Callable[[], Any] | None,
-) -> None:
+) -> bool:
     _limit_memory(memory_mb)
     if after_fork is not None:
         after_fork()
@@ -141,6 +141,9 @@ def _child(
             result, state = handler(step.payload, state)
         except MemoryError:
             result, state = Overrun(MEMORY_LIMIT, f"the step exceeded its memory limit of {memory_mb} MB"), state
+        except Exception as error:  # an environment failure (or a bug): the parent raises it
+            connection.send(("error", _portable(error), None))
+            return False
         peak = None
         if baseline is not None:
             high = _status_kb("VmHWM")
@@ -150,6 +153,7 @@ def _child(
             connection.send((index, result, (state if following else None, peak)))
         except MemoryError:
             connection.send((index, Overrun(MEMORY_LIMIT, "the step's result exceeded the memory limit"), (state, peak)))
+    return True
 
 
 def run_steps(
@@ -202,11 +206,26 @@ def run_steps(
     return results
 
 
+class WorkerError(RuntimeError):
+    """An exception raised while judging in the worker that could not be carried back as itself."""
+
+
+def _portable(error: Exception) -> Exception:
+    import pickle
+
+    try:
+        pickle.loads(pickle.dumps(error))
+        return error
+    except Exception:
+        return WorkerError(f"{type(error).__name__}: {error}")
+
+
 def _child_main(sender: Any, steps: Sequence[Step], start: int, state: Any, handler: Handler,
                 memory_mb: float | None, measure: bool, after_fork: Callable[[], Any] | None,
                 finish: Callable[[], Any] | None) -> None:
     try:
-        _child(sender, steps, start, state, handler, memory_mb, measure, after_fork)
+        if not _child(sender, steps, start, state, handler, memory_mb, measure, after_fork):
+            return
     except (BrokenPipeError, EOFError):  # the parent gave up on this child
         os._exit(0)
     value = None
@@ -215,7 +234,10 @@ def _child_main(sender: Any, steps: Sequence[Step], start: int, state: Any, hand
             value = finish()
         except Exception:  # a cache that cannot be sent back only costs time
             value = None
-    sender.send(("finish", value, None))
+    try:
+        sender.send(("finish", value, None))
+    except Exception:
+        sender.send(("finish", None, None))
     sender.close()
 
 
@@ -232,10 +254,11 @@ def _collect(receiver: Any, process: Any, steps: Sequence[Step], position: int, 
     group_state = state
     while True:
         if position < len(steps):
-            wait = None if timeout is None else timeout
-            if not receiver.poll(wait):
+            if not receiver.poll(timeout):
                 results[position] = Overrun(TIMEOUT, f"the sample exceeded its time limit of {timeout} s")
                 return position + 1, _state_after(steps, position, group_state)
+        elif not receiver.poll(READY_WAIT_S):  # every step reported; only the cache is missing
+            return position, None
         try:
             message = receiver.recv()
         except (EOFError, OSError):
@@ -248,6 +271,8 @@ def _collect(receiver: Any, process: Any, steps: Sequence[Step], position: int, 
             )
             return position + 1, _state_after(steps, position, group_state)
         index, result, extra = message
+        if index == "error":
+            raise result
         if index == "finish":
             if merge is not None:
                 merge(result)
