@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any, Iterator
 
-# Deeper structures are written as their (shortened) repr; no judged value comes close.
+# Deeper structures are written as a placeholder; no judged value comes close (parsers cap at 50).
 MAX_JSON_DEPTH = 100
 
 
@@ -73,8 +73,7 @@ def json_safe(value: Any) -> Any:
     while pending:
         target, slot, item, depth = pending.pop()
         if isinstance(item, (dict, list, tuple, set, frozenset)) and depth >= MAX_JSON_DEPTH:
-            text = repr(item) if len(item) < 100 else f"<{type(item).__name__} of {len(item)} items>"
-            target[slot] = text[:1000]
+            target[slot] = f"<{type(item).__name__} of {len(item)} items, nested deeper than {MAX_JSON_DEPTH}>"
         elif isinstance(item, dict):
             out: dict[str, Any] = {}
             target[slot] = out
