@@ -208,6 +208,8 @@ def _download(url: str, timeout: float, *, limit: int, deadline: float | None = 
     except UpstreamDataError:
         raise
     except Exception as error:  # URLError, HTTPError, timeouts, IncompleteRead, bad headers, TLS errors
+        if time.monotonic() >= ends - 0.05:  # the last read waited for what was left of the deadline
+            raise UpstreamDataError(f"could not download {url}: not complete within {total:g} s") from error
         raise UpstreamDataError(f"could not download {url}: {type(error).__name__}: {error}") from error
 
 

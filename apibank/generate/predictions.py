@@ -42,7 +42,8 @@ def read_predictions(path: str | os.PathLike[str], *, allow_torn_tail: bool = Fa
         raise PredictionsFileError(f"{path}: not UTF-8 text ({error})") from None
     records: list[dict[str, Any]] = []
     first_line: dict[str, int] = {}
-    lines = text.splitlines()
+    # "\n" only: str.splitlines() would also cut at U+2028, U+0085 and the like, which JSON strings hold raw
+    lines = text.split("\n")
     last = max((number for number, line in enumerate(lines, 1) if line.strip()), default=0)
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -75,7 +76,7 @@ def repair(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     path = Path(path)
     if path.exists():
         text = path.read_text(encoding="utf-8")
-        lines = [line for line in text.splitlines() if line.strip()]
+        lines = [line for line in text.split("\n") if line.strip()]
         if len(lines) != len(records) or (text and not text.endswith("\n")):
             write_predictions(path, records)
     return records
