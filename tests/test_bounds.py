@@ -299,3 +299,17 @@ def test_download_failures_are_upstream_data_errors(tmp_path, monkeypatch):
     monkeypatch.setenv(upstream.BASE_URL_ENV, "http://127.0.0.1:9")
     with pytest.raises(UpstreamDataError, match="could not download"):
         upstream.fetch("init_database/Bank.json", cache_dir=tmp_path, deadline=1.0)
+
+
+def _score_in_pool_worker(reference_and_prediction):
+    prediction, reference, data_dir = reference_and_prediction
+    return score([prediction], [reference], data_dir=data_dir)["paper"]["level-1"]["api"]["correct"]
+
+
+def test_scoring_works_inside_a_daemonic_pool_worker(rows, data_dir):
+    """The judging worker is a plain fork, so a multiprocessing pool worker may score too."""
+    import multiprocessing
+
+    row = rows["level-1/SendEmail-level-1-1#0"]
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        assert pool.map(_score_in_pool_worker, [(row["expected_output"], row["reference"], str(data_dir))]) == [1]

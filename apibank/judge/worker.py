@@ -29,7 +29,10 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import threading
+import time
+import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Sequence
 
@@ -66,7 +69,7 @@ class RunStats:
 
 
 def fork_available() -> bool:
-    return "fork" in multiprocessing.get_all_start_methods()
+    return hasattr(os, "fork")
 
 
 def check_timeout(timeout: Any) -> float | None:
@@ -153,6 +156,11 @@ def _child(
             connection.send((index, result, (state if following else None, peak)))
         except MemoryError:
             connection.send((index, Overrun(MEMORY_LIMIT, "the step's result exceeded the memory limit"), (state, peak)))
+        except (BrokenPipeError, EOFError):
+            raise
+        except Exception as error:  # a result that cannot be pickled is a judge bug: say so in the parent
+            connection.send(("error", WorkerError(f"step {index}: result not transferable: {error!r}"), None))
+            return False
     return True
 
 
@@ -177,30 +185,34 @@ def run_steps(
         return []
     if not fork_available():
         return _run_here(steps, handler)
-    context = multiprocessing.get_context("fork")
     results: list[Any] = [None] * len(steps)
     peaks: dict[int, float] = {}
     position = 0
     state: Any = None
     while position < len(steps):
-        receiver, sender = context.Pipe(duplex=False)
-        process = context.Process(
-            target=_child_main,
-            args=(sender, steps, position, state, handler, memory_mb, measure, after_fork, finish),
-            daemon=True,
-        )
-        process.start()
+        # A plain fork, not multiprocessing.Process: that refuses to start from a daemonic process
+        # (a multiprocessing pool worker, a data-loader worker), and this child needs none of its setup.
+        receiver, sender = multiprocessing.Pipe(duplex=False)
+        pid = os.fork()
+        if pid == 0:  # the child: never returns into the caller's code
+            code = 1
+            try:
+                receiver.close()
+                _child_main(sender, steps, position, state, handler, memory_mb, measure, after_fork, finish)
+                code = 0
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                os._exit(code)
         sender.close()
+        child = _Child(pid)
         if stats is not None:
             stats.forks += 1
         try:
-            position, state = _collect(receiver, process, steps, position, state, results, peaks, timeout, memory_mb, merge)
+            position, state = _collect(receiver, child, steps, position, state, results, peaks, timeout, memory_mb, merge)
         finally:
             receiver.close()
-            if process.is_alive():
-                process.kill()
-            process.join()
-            process.close()
+            child.end()
     if stats is not None and measure:
         stats.peak_mb = peaks
     return results
@@ -220,6 +232,34 @@ def _portable(error: Exception) -> Exception:
         return WorkerError(f"{type(error).__name__}: {error}")
 
 
+class _Child:
+    """The parent's handle on a forked child: its exit code, and killing and reaping it."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.exitcode: int | None = None
+
+    def join(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while self.exitcode is None:
+            done, status = os.waitpid(self.pid, os.WNOHANG)
+            if done:
+                self.exitcode = os.waitstatus_to_exitcode(status)
+                return
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(0.001)
+
+    def end(self) -> None:
+        if self.exitcode is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            _, status = os.waitpid(self.pid, 0)
+            self.exitcode = os.waitstatus_to_exitcode(status)
+
+
 def _child_main(sender: Any, steps: Sequence[Step], start: int, state: Any, handler: Handler,
                 memory_mb: float | None, measure: bool, after_fork: Callable[[], Any] | None,
                 finish: Callable[[], Any] | None) -> None:
@@ -227,7 +267,7 @@ def _child_main(sender: Any, steps: Sequence[Step], start: int, state: Any, hand
         if not _child(sender, steps, start, state, handler, memory_mb, measure, after_fork):
             return
     except (BrokenPipeError, EOFError):  # the parent gave up on this child
-        os._exit(0)
+        return
     value = None
     if finish is not None:
         try:
@@ -250,6 +290,7 @@ def _collect(receiver: Any, process: Any, steps: Sequence[Step], position: int, 
     try:
         receiver.recv()  # "ready": the first step's clock starts now
     except EOFError:
+        process.join(5)
         raise RuntimeError(f"the judging worker process failed to start (exit code {process.exitcode})") from None
     group_state = state
     while True:
