@@ -243,6 +243,19 @@ class Judge:
             if SEARCHER in tools.names():
                 self.retriever.prepare([text for _, text in catalogue(tools)])
 
+    def prepare_recordings(self, tool_names: Iterable[str]) -> None:
+        """Read the recorded results Dictionary and Translate answer from, once per process.
+
+        Judging runs in a worker process (apibank.judge.worker): what a tool loads lazily there is
+        lost with the worker, so these per-process tables are filled in the caller before it forks.
+        """
+        from apibank_tools.level12.dictionary import recorded_entries
+        from apibank_tools.level12.translate import recorded_translations
+
+        loaders = {"Dictionary": recorded_entries, "Translate": recorded_translations}
+        for name in sorted(set(tool_names) & set(loaders)):
+            loaders[name](self.data.source)
+
     @staticmethod
     def _too_long(prediction: str) -> Verdict | None:
         if len(prediction) > MAX_PREDICTION_CHARS:

@@ -195,6 +195,17 @@ def _needs_retriever(items: list[tuple[int, str, dict[str, Any]]]) -> bool:
     return any(SEARCHER in prediction or reference["gold"]["api_name"] == SEARCHER for _, prediction, reference in items)
 
 
+def _recorded_tools(items: list[tuple[int, str, dict[str, Any]]]) -> set[str]:
+    """The tools answering from recordings that a prediction or gold call of ``items`` may reach."""
+    found = set()
+    for _, prediction, reference in items:
+        calls = [reference["gold"], *reference["earlier_calls"]]
+        for name in ("Dictionary", "Translate"):
+            if name in prediction or any(call.get("api_name") == name for call in calls):
+                found.add(name)
+    return found
+
+
 def _run_judge(
     judge: Judge,
     items: list[tuple[int, str, dict[str, Any]]],
@@ -432,6 +443,7 @@ def _score(
         judge = Judge(pristine_data(upstream_source(data_dir)).preload(), retriever)
         if _needs_retriever(api_items):
             judge.prepare(reference["toolset"] for _, _, reference in api_items)
+        judge.prepare_recordings(_recorded_tools(api_items))
         per_protocol, gold = _run_judge(judge, api_items, parsed, protocols, timeout, memory_mb, stats)
 
     output: dict[str, Any] = {}

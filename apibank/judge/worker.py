@@ -27,6 +27,7 @@ input caps of :mod:`apibank.judge.bounds`.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import signal
@@ -131,6 +132,9 @@ def _child(
     measure: bool,
     after_fork: Callable[[], Any] | None,
 ) -> bool:
+    # Everything inherited stays out of the cyclic collector: a collection would walk (and so copy,
+    # page by page) the whole inherited heap, which costs more than the judging itself.
+    gc.freeze()
     _limit_memory(memory_mb)
     if after_fork is not None:
         after_fork()
@@ -193,6 +197,7 @@ def run_steps(
         # A plain fork, not multiprocessing.Process: that refuses to start from a daemonic process
         # (a multiprocessing pool worker, a data-loader worker), and this child needs none of its setup.
         receiver, sender = multiprocessing.Pipe(duplex=False)
+        _widen(sender)
         pid = os.fork()
         if pid == 0:  # the child: never returns into the caller's code
             code = 1
@@ -230,6 +235,22 @@ def _portable(error: Exception) -> Exception:
         return error
     except Exception:
         return WorkerError(f"{type(error).__name__}: {error}")
+
+
+PIPE_BYTES = 1 << 20
+
+
+def _widen(connection: Any) -> None:
+    """A 1 MiB pipe: the worker then rarely waits for the parent to read (Linux; elsewhere a no-op).
+
+    Reports queue up instead of each waking the parent; a report read late only makes the next
+    sample's deadline later, never earlier."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(connection.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), PIPE_BYTES)
+    except (ImportError, OSError):
+        pass
 
 
 class _Child:
