@@ -313,3 +313,28 @@ def test_scoring_works_inside_a_daemonic_pool_worker(rows, data_dir):
     row = rows["level-1/SendEmail-level-1-1#0"]
     with multiprocessing.get_context("fork").Pool(1) as pool:
         assert pool.map(_score_in_pool_worker, [(row["expected_output"], row["reference"], str(data_dir))]) == [1]
+
+
+def test_a_lock_held_by_another_thread_at_the_fork_does_not_stall_the_worker(rows, data_dir):
+    from apibank.judge.judging import shared_retriever
+
+    row = rows["level-2/AddAgenda-level-3-1#0"]
+    score([row["expected_output"]], [row["reference"]], data_dir=data_dir)  # model and catalogues loaded
+    backend = shared_retriever().inner.backend
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with backend._lock:
+            held.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(5)
+    try:
+        prediction = "API-Request: [ToolSearcher(keywords='a keyword phrase never embedded before 41')]"
+        result = score([prediction], [row["reference"]], return_details=True, data_dir=data_dir, timeout=5)
+    finally:
+        release.set()
+        holder.join()
+    assert "TIMEOUT" not in _categories(result).values()

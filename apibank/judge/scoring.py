@@ -80,7 +80,9 @@ from apibank.data.upstream import upstream_source
 from apibank_tools.base import Record
 
 from apibank.judge.judging import MAX_PREDICTION_CHARS, SEARCHER, Judge, Verdict
-from apibank.judge.worker import DEFAULT_MEMORY_MB, Overrun, RunStats, Step, check_timeout, fresh_locks, run_steps
+from apibank.judge.worker import (
+    DEFAULT_MEMORY_MB, Overrun, RunStats, Step, check_timeout, fresh_locks, fresh_module_locks, run_steps,
+)
 from apibank.judge.references import REFERENCE_VERSION, ReferenceError, parse_references
 from apibank.judge.rouge import EmptyText, needs_deep_recursion, rouge_l, rouge_score_l
 
@@ -195,6 +197,14 @@ def _needs_retriever(items: list[tuple[int, str, dict[str, Any]]]) -> bool:
     return any(SEARCHER in prediction or reference["gold"]["api_name"] == SEARCHER for _, prediction, reference in items)
 
 
+def _modules_with_locks() -> list[Any]:
+    import sys
+
+    names = ("apibank_tools.environment", "apibank_tools.retrieval", "apibank_tools.level12.dictionary",
+             "apibank_tools.level12.translate", "apibank.judge.judging", "apibank.data.upstream")
+    return [sys.modules[name] for name in names if name in sys.modules]
+
+
 def _recorded_tools(items: list[tuple[int, str, dict[str, Any]]]) -> set[str]:
     """The tools answering from recordings that a prediction or gold call of ``items`` may reach."""
     found = set()
@@ -224,7 +234,9 @@ def _run_judge(
     retriever = judge.retriever
 
     def after_fork() -> None:
+        # Another thread of the caller may have held any of these at the fork.
         fresh_locks(retriever, judge.data)
+        fresh_module_locks(*_modules_with_locks())
         retriever.record_new()
 
     results = run_steps(

@@ -365,6 +365,16 @@ def _run_here(steps: Sequence[Step], handler: Handler) -> list[Any]:
     return results
 
 
+def fresh_module_locks(*modules: Any) -> None:
+    """Replace the module-level locks of ``modules`` in a forked child (see :func:`fresh_locks`)."""
+    makers = {type(threading.Lock()): threading.Lock, type(threading.RLock()): threading.RLock}
+    for module in modules:
+        for name, value in list(vars(module).items()):
+            make = makers.get(type(value))
+            if make is not None:
+                setattr(module, name, make())
+
+
 def fresh_locks(*objects: Any) -> None:
     """Give objects inherited across a fork new locks (another thread may have held the old ones)."""
     seen: set[int] = set()
