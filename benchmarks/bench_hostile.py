@@ -81,13 +81,34 @@ def _in_fork(case: Callable[[], tuple[str, float]], thread: bool) -> tuple[str, 
     return outcome, wall, peak
 
 
+PROTOCOL = {"name": "paper"}  # the protocol the next case runs under (one judged sample per call)
+
+
 def _judged(prediction: str, reference: Any, data_dir: Path, timeout: float) -> Callable[[], tuple[str, float]]:
     def case() -> tuple[str, float]:
         stats = RunStats()
-        result = _score([prediction], [reference], protocols=("paper", "corrected"), return_details=True,
+        result = _score([prediction], [reference], protocols=(PROTOCOL["name"],), return_details=True,
                         data_dir=data_dir, retriever=None, timeout=timeout, memory_mb=768, stats=stats)
         categories = sorted({str(d["category"]) for d in result["details"]})
         return "/".join(categories), max((stats.peak_mb or {0: 0.0}).values(), default=0.0)
+
+    return case
+
+
+def _stuck_in_c(row: dict, data_dir: Path, timeout: float) -> Callable[[], tuple[str, float]]:
+    """Calculator patched to run a regular expression that backtracks for hours inside the C engine."""
+    judged = _judged(row["expected_output"], row["reference"], data_dir, timeout)
+
+    def case() -> tuple[str, float]:
+        import re
+
+        from apibank_tools.registry import LEVEL_1_2
+
+        def stuck(self: Any, formula: Any) -> Any:
+            return re.match(r"(a+)+$", "a" * 64 + "!")
+
+        LEVEL_1_2.get("Calculator").run = stuck  # only in this case's forked copy of the process
+        return judged()
 
     return case
 
@@ -124,6 +145,7 @@ def main() -> None:
         ("prediction", "Calculator formula, just under the cap",
          _judged("[Calculator(formula='" + "(" * 5000 + "9**9**9" + ")" * 5000 + "')]", calc["reference"], data_dir,
                  args.timeout)),
+        ("prediction", "a tool stuck in C (exponential regex)", _stuck_in_c(calc, data_dir, args.timeout)),
         ("prediction", "5,000 '[' then a call", _judged("[" * 5000 + "[Calculator(formula='1')]", calc["reference"],
                                                          data_dir, args.timeout)),
         ("prediction", "10 MB keywords (over the cap)",
@@ -156,15 +178,22 @@ def main() -> None:
         ]
         print(f"timeout {args.timeout} s per sample, memory cap 768 MB per judging worker, "
               f"MAX_PREDICTION_CHARS {MAX_PREDICTION_CHARS}")
-        print(f"{'kind':<11} {'case':<44} {'thread':<7} {'seconds':>8} {'peak MB':>8}  outcome")
-        worst = {"seconds": 0.0, "mb": 0.0}
+        print("one judged sample per line (one row under one protocol); seconds include the fork of the judging worker")
+        print(f"{'kind':<11} {'case':<44} {'protocol':<9} {'thread':<7} {'seconds':>8} {'peak MB':>8}  outcome")
+        worst = {"seconds": 0.0, "mb": 0.0, "download": 0.0}
         for kind, name, case in cases:
-            for thread in (False, True):
-                outcome, wall, peak = _in_fork(case, thread)
-                worst["seconds"] = max(worst["seconds"], wall)
-                worst["mb"] = max(worst["mb"], peak)
-                print(f"{kind:<11} {name:<44} {'worker' if thread else 'main':<7} {wall:8.2f} {peak:8.1f}  {outcome[:70]}")
-        print(f"worst: {worst['seconds']:.2f} s ({worst['seconds'] / args.timeout:.2f}x the timeout), {worst['mb']:.0f} MB")
+            protocols = ("paper", "corrected") if kind in ("prediction", "reference") else ("-",)
+            for protocol in protocols:
+                PROTOCOL["name"] = "paper" if protocol == "-" else protocol
+                for thread in (False, True):
+                    outcome, wall, peak = _in_fork(case, thread)
+                    key = "download" if kind == "mirror" else "seconds"
+                    worst[key] = max(worst[key], wall)
+                    worst["mb"] = max(worst["mb"], peak)
+                    print(f"{kind:<11} {name:<44} {protocol:<9} {'worker' if thread else 'main':<7} {wall:8.2f} "
+                          f"{peak:8.1f}  {outcome[:60]}")
+        print(f"worst sample: {worst['seconds']:.2f} s ({worst['seconds'] / args.timeout:.2f}x the {args.timeout:g} s timeout); "
+              f"worst download: {worst['download']:.2f} s (3 s deadline); peak {worst['mb']:.0f} MB")
         server.shutdown()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
