@@ -21,8 +21,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from apibank.generate.backends import Backend, DecodingSettings, make_backend
 from apibank.files import atomic_write_text, atomic_writer, dumps_strict, json_line, json_safe
+from apibank.generate.backends import Backend, DecodingSettings, make_backend
 from apibank.generate.predictions import read_predictions, write_predictions
 from apibank.generate.runner import default_stops, generate_predictions
 from apibank.report.table import LEVELS, format_table
