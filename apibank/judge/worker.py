@@ -21,8 +21,13 @@ protocol's shared gold record, edited in place by some checks) and returns the s
 The state after each step travels with its result, so a restarted child resumes a group where the
 killed one left it (the overrun step's own edits are lost: it has no verdict to keep them for).
 
+The child is a plain ``os.fork`` (so a daemonic pool worker may score too). In it, inherited objects
+are frozen out of the cyclic collector, locks other threads may have held at the fork are renewed,
+and SIGINT is ignored (the parent handles it). The caller's signal handlers and timers are never
+touched: the parent only waits on a pipe.
+
 Where ``fork`` does not exist (Windows), steps run in the calling process, bounded only by the
-input caps of :mod:`apibank.judge.bounds`.
+input caps (``MAX_PREDICTION_CHARS`` in :mod:`apibank.judge.judging`, reference validation).
 """
 
 from __future__ import annotations
@@ -135,6 +140,8 @@ def _child(
     # Everything inherited stays out of the cyclic collector: a collection would walk (and so copy,
     # page by page) the whole inherited heap, which costs more than the judging itself.
     gc.freeze()
+    # Ctrl-C reaches the whole process group: the parent handles it (and kills this child).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _limit_memory(memory_mb)
     if after_fork is not None:
         after_fork()
