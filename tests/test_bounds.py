@@ -338,3 +338,18 @@ def test_a_lock_held_by_another_thread_at_the_fork_does_not_stall_the_worker(row
         release.set()
         holder.join()
     assert "TIMEOUT" not in _categories(result).values()
+
+
+def test_long_keywords_are_tokenised_from_a_prefix_with_the_same_tokens():
+    """ToolSearcher reads 128 tokens; a 10 MB keyword text costs no more than its first 4,096 characters."""
+    from apibank_tools.retrieval import PREFIX_CHARS, default_retriever
+
+    backend = default_retriever().backend
+    generator = random.Random(3)
+    words = ["Query", "meeting", "é", "x" * 120, "日本", "a.b", "\u0301", " ", "\t", "foo-bar", "Ñ", "\u2028"]
+    for _ in range(20):
+        text = "".join(generator.choice(words) + (" " if generator.random() < 0.7 else "")
+                       for _ in range(generator.randint(300, 3000)))
+        assert len(text) > PREFIX_CHARS
+        assert backend._encode(text).ids == backend._tokenizer.encode(text).ids
+    assert len(backend._encode("QueryMeeting " * 1_000_000).ids) == 128
