@@ -22,6 +22,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from apibank.files import atomic_write_text, atomic_writer, dumps_strict, json_line, json_safe
 from apibank.generate.backends import Backend, DecodingSettings, make_backend
 from apibank.generate.predictions import read_predictions, write_predictions
 from apibank.generate.runner import default_stops, generate_predictions
@@ -171,10 +172,11 @@ def write_outputs(
     from apibank.report.markdown import write_report
 
     output_dir.mkdir(parents=True, exist_ok=True)
-    (output_dir / RESULTS_FILE).write_text(json.dumps(results, indent=2, ensure_ascii=False, default=str) + "\n")
-    with (output_dir / DETAILS_FILE).open("w", encoding="utf-8") as handle:
+    # Atomic, strict JSON (no NaN/Infinity; values from model output made JSON values), valid UTF-8.
+    atomic_write_text(output_dir / RESULTS_FILE, dumps_strict(json_safe(results), indent=2, ensure_ascii=False) + "\n")
+    with atomic_writer(output_dir / DETAILS_FILE) as handle:
         for entry in details:
-            handle.write(json.dumps(entry, ensure_ascii=False, default=str) + "\n")
+            handle.write(json_line(json_safe(entry)) + "\n")
     paths = {
         "results": output_dir / RESULTS_FILE,
         "details": output_dir / DETAILS_FILE,
@@ -258,6 +260,8 @@ def score_file(
     records = read_predictions(predictions)
     if not records:
         raise ValueError(f"{predictions}: no predictions")
+    if output_dir is not None:
+        _refuse_other_predictions(Path(output_dir), predictions, records)
     levels = sorted({level_of(record["id"]) for record in records})
     wanted = {record["id"] for record in records}
     rows = [row for row in load_rows(levels, data_dir) if row["id"] in wanted]
@@ -276,6 +280,21 @@ def score_file(
     write_outputs(results, scores.get("details", []), rows, output_dir, dataset_id=dataset_id,
                   leaderboard_protocol=leaderboard_protocol)
     return results
+
+
+def _refuse_other_predictions(output_dir: Path, predictions: Path, records: Sequence[Mapping[str, Any]]) -> None:
+    """Refuse an output folder holding other predictions, whose results these would replace."""
+    existing = output_dir / PREDICTIONS_FILE
+    if not existing.is_file() or existing.resolve() == predictions.resolve():
+        return
+    theirs = read_predictions(existing)
+    mine = {record["id"]: record["prediction"] for record in records}
+    if {record["id"]: record["prediction"] for record in theirs} != mine:
+        models = sorted({str(record.get("model")) for record in theirs})
+        raise ValueError(
+            f"{output_dir} holds other predictions ({existing}, model {', '.join(models)}); its results, "
+            f"details and report belong to them: choose another --output"
+        )
 
 
 def results_table(results: Mapping[str, Any]) -> str:

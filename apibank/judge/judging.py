@@ -14,9 +14,10 @@ that changed after annotation (QueryScene device capitalisation, descriptions in
 outputs, the renamed TimedSwitch parameter whose recorded device no longer exists).
 
 Isolation and bounds: every judged call runs in its own :class:`Session` over the read-only pristine
-databases (private copies on write); all calls of one sample (replay, prediction, gold) run under one
-``time_limit`` of ``timeout`` seconds, and a call that exceeds it is judged ``TIMEOUT``. Nothing from
-a prediction is evaluated: parsing is regular expressions or ``ast`` literals.
+databases (private copies on write). The judge itself sets no timer: :mod:`apibank.judge.scoring`
+runs it in a worker process with a per-sample deadline and a memory cap (:mod:`apibank.judge.worker`),
+and a prediction longer than :data:`MAX_PREDICTION_CHARS` is judged ``PREDICTION_TOO_LONG`` before any
+parsing. Nothing from a prediction is evaluated: parsing is regular expressions or ``ast`` literals.
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from apibank_tools.base import CallRejected, CallTimeout, Record
-from apibank_tools.environment import PristineData, Session, time_limit
+from apibank_tools.environment import PristineData, Session
+from apibank_tools.level3.get_weather import UNKNOWN_COORDINATES
 from apibank_tools.registry import toolset
-from apibank_tools.retrieval import BACKEND_ENV, default_retriever, found_tool
+from apibank_tools.retrieval import BACKEND_ENV, catalogue, default_retriever, found_tool
 from apibank_tools.text import space_before_capitals
 
 from apibank.judge.parsing import ParseError, parse_paper, parse_typed
@@ -62,6 +64,18 @@ ABORT_CHECK_ERROR = "ABORT_CHECK_ERROR"
 ABORT_EXECUTION_ERROR = "ABORT_EXECUTION_ERROR"
 # The call ran past its time limit (the original has none: a hanging Calculator formula hangs it).
 TIMEOUT = "TIMEOUT"
+# The judging process hit its memory limit (or died) on this sample.
+MEMORY_LIMIT = "MEMORY_LIMIT"
+# Level 3 paper: the tool raised TypeError, which lv3_evaluator catches and counts as a failed line.
+EXECUTION_TYPE_ERROR = "EXECUTION_TYPE_ERROR"
+# The prediction is longer than any answer the judge reads (MAX_PREDICTION_CHARS); judged wrong unread.
+PREDICTION_TOO_LONG = "PREDICTION_TOO_LONG"
+# Corrected: the prediction differs from the recorded gold and the gold call itself fails in the
+# replayed state, so there is no trustworthy second reference: a data error, counted wrong.
+GOLD_CALL_FAILED = "GOLD_CALL_FAILED"
+
+# 24 times the longest gold answer (1,335 characters); caps parsing and execution work per sample.
+MAX_PREDICTION_CHARS = 32_768
 
 CATEGORY_DESCRIPTIONS = {
     NO_API_CALL: "no `[Name(...)]` call found in the output",
@@ -82,7 +96,13 @@ CATEGORY_DESCRIPTIONS = {
     ABORT_MISSING_KEYWORDS: "paper, level 3: the original aborts on a ToolSearcher call without `keywords`",
     ABORT_CHECK_ERROR: "paper: the original aborts because the check raised an unexpected error",
     ABORT_EXECUTION_ERROR: "an unexpected error while executing the call (the original aborts)",
-    TIMEOUT: "the call exceeded its time limit",
+    TIMEOUT: "the sample exceeded its time limit (the judging process is killed at the deadline)",
+    MEMORY_LIMIT: "the sample exceeded the judging process's memory limit (or the process died)",
+    EXECUTION_TYPE_ERROR: "level 3 paper: the tool raised TypeError (e.g. unknown coordinates), which lv3_evaluator "
+    "counts as a failed (execution error) line",
+    PREDICTION_TOO_LONG: f"the prediction is longer than {MAX_PREDICTION_CHARS} characters and is not read",
+    GOLD_CALL_FAILED: "corrected: the prediction differs from the recorded gold and the gold call itself fails in the "
+    "replayed state (a data error, reported; never counted correct)",
 }
 
 # Parameters renamed in the tools after annotation: the recorded gold calls still use the old name.
@@ -107,12 +127,35 @@ class Verdict:
 
 
 class CachedRetriever:
-    """A retriever whose selections are cached per (keywords, catalogue); the model loads on first use."""
+    """A retriever whose selections are cached per (keywords, catalogue); the model loads on first use.
+
+    In a judging worker process, :meth:`record_new` starts noting the selections it adds, and
+    :meth:`new_entries` / :meth:`merge` carry them back to the parent's cache.
+    """
 
     def __init__(self, retriever: Any = None) -> None:
         self._retriever = retriever
         self._best: dict[tuple[str, tuple[str, ...]], int | None] = {}
+        self._catalogues: dict[tuple[str, ...], tuple[str, ...]] = {}
+        self._new: list[tuple[str, tuple[str, ...]]] | None = None
         self._lock = threading.Lock()
+
+    def record_new(self) -> None:
+        self._new = []
+
+    def new_entries(self) -> list[tuple[str, tuple[str, ...], int | None]]:
+        return [(keywords, documents, self._best[(keywords, documents)]) for keywords, documents in self._new or ()]
+
+    def merge(self, entries: Sequence[tuple[str, tuple[str, ...], int | None]] | None) -> None:
+        for keywords, documents, chosen in entries or ():
+            documents = self._catalogues.setdefault(documents, documents)
+            self._best[(keywords, documents)] = chosen
+
+    def prepare(self, documents: Sequence[str]) -> None:
+        """Load the model and embed ``documents`` now (before any sample's clock starts)."""
+        inner = self.inner
+        if hasattr(inner, "document_embeddings"):
+            inner.document_embeddings(list(documents))
 
     @property
     def inner(self) -> Any:
@@ -127,13 +170,17 @@ class CachedRetriever:
         return self.inner.model_id
 
     def best(self, keywords: str, documents: Sequence[str]) -> int | None:
-        key = (keywords, tuple(documents))
+        catalogue = tuple(documents)
+        catalogue = self._catalogues.setdefault(catalogue, catalogue)  # one object per catalogue
+        key = (keywords, catalogue)
         try:
             return self._best[key]
         except KeyError:
             pass
         chosen = self.inner.best(keywords, documents)
         self._best[key] = chosen
+        if self._new is not None:
+            self._new.append(key)
         return chosen
 
     def scores(self, keywords: str, documents: Sequence[str]) -> list[float]:
@@ -175,7 +222,7 @@ def _message(error: BaseException) -> str:
 class Judge:
     """Judges predicted calls; holds only read-only shared things (pristine data, retriever cache)."""
 
-    def __init__(self, data: PristineData, retriever: Any = None, *, timeout: float | None = 2.0) -> None:
+    def __init__(self, data: PristineData, retriever: Any = None) -> None:
         self.data = data
         if retriever is None:
             self.retriever = shared_retriever()
@@ -183,25 +230,45 @@ class Judge:
             self.retriever = retriever
         else:
             self.retriever = CachedRetriever(retriever)
-        self.timeout = timeout
         self._gold_results: dict[int, tuple[dict[str, Any], Record | None]] = {}
 
     def session(self, toolset_name: str) -> Session:
-        # One time limit per judged sample (see _bounded) instead of one per executed call: arming
-        # the interval timer costs system calls, and a sample executes up to a dozen calls.
+        # No timer here: the bound is the worker process's deadline (apibank.judge.worker).
         return Session(toolset_name, self.data, retriever=self.retriever, timeout=None)
 
-    def _bounded(self, judge: Any, *args: Any) -> Verdict:
-        try:
-            with time_limit(self.timeout):
-                return judge(*args)
-        except CallTimeout as error:
-            return Verdict(False, TIMEOUT, error=_message(error))
+    def prepare(self, toolset_names: Iterable[str]) -> None:
+        """Load the ToolSearcher model and embed the catalogues of ``toolset_names`` before judging."""
+        for name in sorted(set(toolset_names)):
+            tools = toolset(name)
+            if SEARCHER in tools.names():
+                self.retriever.prepare([text for _, text in catalogue(tools)])
+
+    def prepare_recordings(self, tool_names: Iterable[str]) -> None:
+        """Read the recorded results Dictionary and Translate answer from, once per process.
+
+        Judging runs in a worker process (apibank.judge.worker): what a tool loads lazily there is
+        lost with the worker, so these per-process tables are filled in the caller before it forks.
+        """
+        from apibank_tools.level12.dictionary import recorded_entries
+        from apibank_tools.level12.translate import recorded_translations
+
+        loaders = {"Dictionary": recorded_entries, "Translate": recorded_translations}
+        for name in sorted(set(tool_names) & set(loaders)):
+            loaders[name](self.data.source)
+
+    @staticmethod
+    def _too_long(prediction: str) -> Verdict | None:
+        if len(prediction) > MAX_PREDICTION_CHARS:
+            return Verdict(
+                False, PREDICTION_TOO_LONG,
+                error=f"the prediction has {len(prediction)} characters; at most {MAX_PREDICTION_CHARS} are judged",
+            )
+        return None
 
     # ---------------------------------------------------------------------------------- paper
     def paper(self, prediction: str, reference: dict[str, Any], gold: Record) -> Verdict:
         """The original's verdict; ``gold`` is the (possibly shared, mutable) recorded gold record."""
-        return self._bounded(self._paper, prediction, reference, gold)
+        return self._too_long(prediction) or self._paper(prediction, reference, gold)
 
     def _paper(self, prediction: str, reference: dict[str, Any], gold: Record) -> Verdict:
         parsed = parse_paper(prediction)
@@ -264,6 +331,9 @@ class Judge:
             result = self.session(reference["toolset"]).call(verdict.name, arguments, coercion="paper")
         except CallRejected as rejection:
             verdict.error = str(rejection)
+            if rejection.kind == "invalid_value" and _is_type_error(rejection):
+                verdict.category = EXECUTION_TYPE_ERROR
+                return verdict
             verdict.category = {
                 "unknown_tool": UNKNOWN_API,
                 "invalid_parameter_name": INVALID_INPUT_PARAMETER,
@@ -298,7 +368,7 @@ class Judge:
     # ------------------------------------------------------------------------------ corrected
     def corrected(self, prediction: str, reference: dict[str, Any]) -> Verdict:
         """The corrected protocol's verdict (never edits ``reference``)."""
-        return self._bounded(self._corrected, prediction, reference)
+        return self._too_long(prediction) or self._corrected(prediction, reference)
 
     def _corrected(self, prediction: str, reference: dict[str, Any]) -> Verdict:
         try:
@@ -341,26 +411,33 @@ class Judge:
             # The gold call's own result in this state is only needed when the recorded one disagrees.
             if not correct or gold_name == SEARCHER:
                 executed = self._gold_result(reference)
-            if not correct and executed is not None:
+            gold_failed = _gold_failed(executed, recorded)
+            if not correct and not gold_failed:
                 correct = bool(tool.check_corrected(result, executed))
+            elif not correct and executed is not None:
+                # A failing gold call is no reference, except for the very same call: a prediction
+                # whose executed input is the gold call's own (e.g. CancelTimedSwitch on the renamed
+                # device, spec tools-m-z) makes the call the annotation asks for.
+                correct = result.get("api_name") == executed.get("api_name") and result.get("input") == executed.get("input")
         except Exception as error:  # a check_corrected must not raise; count it and keep going
             return self._failed(verdict, ABORT_CHECK_ERROR, error)
         verdict.correct = correct
+        if not correct and gold_failed:
+            verdict.category = GOLD_CALL_FAILED
+            verdict.error = "the gold call fails in the replayed state: " + (
+                str(executed.get("exception")) if executed is not None else "rejected or raised before the tool ran"
+            )[:300]
         if gold_name == SEARCHER:
             verdict.extra["retrieved"] = found_tool(result.get("output"))
             verdict.extra["recorded_tool"] = found_tool(recorded.get("output"))
             verdict.extra["gold_keywords_tool"] = found_tool(executed.get("output")) if executed else None
-        if not correct:
+        if not correct and verdict.category is None:
             verdict.category = _outcome_category(result, executed if executed is not None else recorded)
         return verdict
 
     def execute_gold(self, reference: dict[str, Any]) -> Record | None:
         """The gold call executed like a prediction in the same replayed state (None if rejected)."""
-        try:
-            with time_limit(self.timeout):
-                return self._gold_result(reference)
-        except CallTimeout:
-            return None
+        return self._gold_result(reference)
 
     def _gold_result(self, reference: dict[str, Any]) -> Record | None:
         # Memoised per reference object: a judge lives for one scoring run and executions are
@@ -389,6 +466,18 @@ class Judge:
         session = self.session(reference["toolset"])
         session.replay(_replay_calls(reference["earlier_calls"]))
         return session
+
+
+def _gold_failed(executed: Record | None, recorded: Record) -> bool:
+    """Whether the gold call failed in the replayed state although its recorded result did not."""
+    if recorded.get("exception"):
+        return executed is None  # the annotation records a failure: only a crash is unusable
+    return executed is None or bool(executed.get("exception"))
+
+
+def _is_type_error(rejection: CallRejected) -> bool:
+    """A rejection standing for a TypeError the original tool raised (lv3_evaluator catches those)."""
+    return isinstance(rejection.__cause__, TypeError) or str(rejection) == UNKNOWN_COORDINATES
 
 
 def renamed(tool_name: str, arguments: dict[str, Any]) -> dict[str, Any]:

@@ -68,6 +68,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 from collections import Counter, defaultdict
 from typing import Any, Iterable, Mapping, Sequence
@@ -76,7 +77,13 @@ from apibank_tools.environment import pristine_data
 from apibank_tools.retrieval import found_tool
 
 from apibank.data.upstream import upstream_source
-from apibank.judge.judging import SEARCHER, Judge, Verdict
+from apibank_tools.base import Record
+
+from apibank.judge.judging import MAX_PREDICTION_CHARS, SEARCHER, Judge, Verdict
+from apibank.judge.worker import (
+    DEFAULT_MEMORY_MB, Overrun, RunStats, Step, check_timeout, fresh_locks, fresh_module_locks, run_steps,
+)
+from apibank.judge.references import REFERENCE_VERSION, ReferenceError, parse_references
 from apibank.judge.rouge import EmptyText, needs_deep_recursion, rouge_l, rouge_score_l
 
 PROTOCOLS = {
@@ -85,8 +92,6 @@ PROTOCOLS = {
     "corrected": "ast literal parsing, typed coercion, earlier gold calls replayed, checks without judging bugs, "
     "ToolSearcher judged on the retrieved tool, renamed parameters and data drift handled",
 }
-REFERENCE_VERSION = 1
-REQUIRED_KEYS = ("id", "level", "kind", "toolset", "file", "sample_id", "turn", "gold", "gold_text", "earlier_calls")
 # Execution-side failures, which lv3_evaluator counts apart from incorrect judgements.
 _EXECUTION_CATEGORIES = {
     "NO_API_CALL", "UNKNOWN_API", "INVALID_INPUT_PARAMETER", "MISS_INPUT_ARGUMENT", "TIMEOUT",
@@ -94,46 +99,8 @@ _EXECUTION_CATEGORIES = {
 }
 ABORT_EMPTY_HYPOTHESIS = "ABORT_EMPTY_HYPOTHESIS"
 ROUGE_RECURSION = "ROUGE_RECURSION"
-
-
-class ReferenceError(ValueError):
-    """The references are not apibank dataset ``reference`` fields."""
-
-
-# ------------------------------------------------------------------------------------ validation
-def parse_references(references: Sequence[str | Mapping[str, Any]]) -> list[dict[str, Any]]:
-    parsed = []
-    for index, reference in enumerate(references):
-        if isinstance(reference, str):
-            try:
-                reference = json.loads(reference)
-            except json.JSONDecodeError as error:
-                raise ReferenceError(
-                    f"references[{index}] is not JSON: pass the `reference` field of apibank dataset rows ({error})"
-                ) from None
-        elif isinstance(reference, Mapping):
-            reference = copy.deepcopy(dict(reference))
-        else:
-            raise ReferenceError(
-                f"references[{index}] is {type(reference).__name__}; expected the `reference` field (JSON text) "
-                "of an apibank dataset row"
-            )
-        if not isinstance(reference, dict) or reference.get("v") != REFERENCE_VERSION:
-            raise ReferenceError(
-                f"references[{index}] is not an apibank reference (version {REFERENCE_VERSION}); pass the "
-                "`reference` column of the apibank dataset, not `expected_output` or another dataset's labels"
-            )
-        missing = [key for key in REQUIRED_KEYS if key not in reference]
-        if missing or reference["kind"] not in ("api", "response") or reference["level"] not in (1, 2, 3):
-            raise ReferenceError(f"references[{index}] ({reference.get('id')!r}) is malformed: missing {missing}")
-        if reference["kind"] == "api" and not (
-            isinstance(reference["gold"], dict) and isinstance(reference["gold"].get("api_name"), str)
-        ):
-            raise ReferenceError(f"references[{index}] ({reference['id']!r}) is an API row without a gold call")
-        if reference["kind"] == "response" and not isinstance(reference["gold_text"], str):
-            raise ReferenceError(f"references[{index}] ({reference['id']!r}) is a response row without gold text")
-        parsed.append(reference)
-    return parsed
+# A response longer than MAX_PREDICTION_CHARS is not scored: 0 under both scores, with this flag.
+HYPOTHESIS_TOO_LONG = "HYPOTHESIS_TOO_LONG"
 
 
 def _check_predictions(predictions: Sequence[Any], count: int) -> list[str]:
@@ -157,6 +124,10 @@ def _check_predictions(predictions: Sequence[Any], count: int) -> list[str]:
 def response_scores(prediction: str, reference: Mapping[str, Any]) -> tuple[float, float, str | None]:
     """(ROUGE-L as the original computes it, rouge-score rougeL F, flag) for one response row."""
     gold = reference["gold_text"]
+    if len(prediction) > MAX_PREDICTION_CHARS:
+        # Bounds the pure-Python LCS work of a response row (worst case measured in
+        # benchmarks/bench_hostile.py); documented in the metric card.
+        return 0.0, 0.0, HYPOTHESIS_TOO_LONG
     if reference["level"] == 3:
         hypothesis = prediction.replace("User:", "").replace("AI:", "").strip()
     else:
@@ -181,22 +152,108 @@ def _group_key(reference: Mapping[str, Any]) -> tuple[Any, ...]:
     return (reference["level"], reference["file"], reference["turn"])
 
 
-def _judge_paper(judge: Judge, items: list[tuple[int, str, dict[str, Any]]]) -> dict[int, Verdict]:
+def _paper_steps(items: list[tuple[int, str, dict[str, Any]]]) -> list[Step]:
     groups: dict[tuple[Any, ...], list[tuple[int, str, dict[str, Any]]]] = defaultdict(list)
     for item in items:
         groups[_group_key(item[2])].append(item)
-    verdicts: dict[int, Verdict] = {}
-    for members in groups.values():
+    steps = []
+    for key, members in groups.items():
         # id order, as the original walks a dialogue; ties by text keep the result order-independent
         members.sort(key=lambda item: (item[2]["sample_id"], item[2]["api_id"], item[1]))
-        shared_gold = copy.deepcopy(members[0][2]["gold"]["result"])
-        for index, prediction, reference in members:
-            verdicts[index] = judge.paper(prediction, reference, shared_gold)
-    return verdicts
+        steps += [Step(("paper", key), ("paper", index, prediction, reference)) for index, prediction, reference in members]
+    return steps
 
 
-def _judge_corrected(judge: Judge, items: list[tuple[int, str, dict[str, Any]]]) -> dict[int, Verdict]:
-    return {index: judge.corrected(prediction, reference) for index, prediction, reference in items}
+def _corrected_steps(items: list[tuple[int, str, dict[str, Any]]]) -> list[Step]:
+    return [Step(("corrected", index), ("corrected", index, prediction, reference)) for index, prediction, reference in items]
+
+
+def _gold_steps(references: list[dict[str, Any]]) -> list[Step]:
+    """ToolSearcher gold calls executed for the corrected protocol's retrieval figures (one per id)."""
+    steps, seen = [], set()
+    for index, reference in enumerate(references):
+        if reference["kind"] != "api" or reference["gold"]["api_name"] != SEARCHER or reference["id"] in seen:
+            continue
+        seen.add(reference["id"])
+        steps.append(Step(("gold", index), ("gold", index, None, reference)))
+    return steps
+
+
+def _handler(judge: Judge) -> Any:
+    def judge_step(payload: tuple[str, int, Any, dict[str, Any]], state: Any) -> tuple[Any, Any]:
+        kind, _, prediction, reference = payload
+        if kind == "paper":
+            shared_gold = state if state is not None else copy.deepcopy(reference["gold"]["result"])
+            return judge.paper(prediction, reference, shared_gold), shared_gold
+        if kind == "corrected":
+            return judge.corrected(prediction, reference), None
+        return judge.execute_gold(reference), None
+
+    return judge_step
+
+
+def _needs_retriever(items: list[tuple[int, str, dict[str, Any]]]) -> bool:
+    # A call of ToolSearcher names it literally, so other samples never touch the model.
+    return any(SEARCHER in prediction or reference["gold"]["api_name"] == SEARCHER for _, prediction, reference in items)
+
+
+def _modules_with_locks() -> list[Any]:
+    import sys
+
+    names = ("apibank_tools.environment", "apibank_tools.retrieval", "apibank_tools.level12.dictionary",
+             "apibank_tools.level12.translate", "apibank.judge.judging", "apibank.data.upstream")
+    return [sys.modules[name] for name in names if name in sys.modules]
+
+
+def _recorded_tools(items: list[tuple[int, str, dict[str, Any]]]) -> set[str]:
+    """The tools answering from recordings that a prediction or gold call of ``items`` may reach."""
+    found = set()
+    for _, prediction, reference in items:
+        calls = [reference["gold"], *reference["earlier_calls"]]
+        for name in ("Dictionary", "Translate"):
+            if name in prediction or any(call.get("api_name") == name for call in calls):
+                found.add(name)
+    return found
+
+
+def _run_judge(
+    judge: Judge,
+    items: list[tuple[int, str, dict[str, Any]]],
+    parsed: list[dict[str, Any]],
+    protocols: tuple[str, ...],
+    timeout: float | None,
+    memory_mb: float | None,
+    stats: RunStats | None,
+) -> tuple[dict[str, dict[int, Verdict]], dict[str, Record | None]]:
+    """Every protocol's verdicts, and the executed ToolSearcher gold calls, judged in one bounded worker."""
+    steps: list[Step] = []
+    if "paper" in protocols:
+        steps += _paper_steps(items)
+    if "corrected" in protocols:
+        steps += _corrected_steps(items) + _gold_steps(parsed)
+    retriever = judge.retriever
+
+    def after_fork() -> None:
+        # Another thread of the caller may have held any of these at the fork.
+        fresh_locks(retriever, judge.data)
+        fresh_module_locks(*_modules_with_locks())
+        retriever.record_new()
+
+    results = run_steps(
+        steps, _handler(judge), timeout=timeout, memory_mb=memory_mb, after_fork=after_fork,
+        finish=retriever.new_entries, merge=retriever.merge, measure=stats is not None, stats=stats,
+    )
+    verdicts: dict[str, dict[int, Verdict]] = {protocol: {} for protocol in protocols}
+    gold: dict[str, Record | None] = {}
+    for step, result in zip(steps, results):
+        kind, index, _, reference = step.payload
+        if kind == "gold":
+            gold[reference["id"]] = None if isinstance(result, Overrun) else result
+        elif isinstance(result, Overrun):
+            verdicts[kind][index] = Verdict(False, result.kind, error=result.message)
+        else:
+            verdicts[kind][index] = result
+    return verdicts, gold
 
 
 # ------------------------------------------------------------------------------------ aggregation
@@ -205,7 +262,8 @@ def _ratio(correct: int, total: int) -> float | None:
 
 
 def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
+    # fsum is exactly rounded, so the mean does not depend on the order of the rows
+    return math.fsum(values) / len(values) if values else None
 
 
 def _level_name(level: int) -> str:
@@ -277,7 +335,7 @@ def _aggregate(
     return out
 
 
-def _searcher_figures(judge: Judge, references: list[dict[str, Any]]) -> dict[int, dict[str, int]]:
+def _searcher_figures(gold: dict[str, Record | None], references: list[dict[str, Any]]) -> dict[int, dict[str, int]]:
     """How often the gold keywords themselves retrieve the tool the annotation recorded."""
     figures: dict[int, dict[str, int]] = {}
     seen: set[str] = set()
@@ -285,7 +343,7 @@ def _searcher_figures(judge: Judge, references: list[dict[str, Any]]) -> dict[in
         if reference["kind"] != "api" or reference["gold"]["api_name"] != SEARCHER or reference["id"] in seen:
             continue
         seen.add(reference["id"])
-        executed = judge.execute_gold(reference)
+        executed = gold.get(reference["id"])
         recorded = found_tool(reference["gold"]["result"].get("output"))
         block = figures.setdefault(reference["level"], {"total": 0, "gold_keywords_retrieve_recorded": 0})
         block["total"] += 1
@@ -337,17 +395,42 @@ def score(
     data_dir: str | os.PathLike[str] | None = None,
     retriever: Any = None,
     timeout: float | None = 2.0,
+    memory_mb: float | None = DEFAULT_MEMORY_MB,
 ) -> dict[str, Any]:
     """Score ``predictions`` (generated texts) against dataset ``references``; see the module docstring.
 
     ``data_dir`` locates the upstream tool databases (default: ``$APIBANK_DATA_DIR`` or the verified
-    download cache); ``retriever`` replaces the ToolSearcher backend; ``timeout`` bounds each
-    executed call in seconds.
+    download cache; every file is checked against the pinned manifest); ``retriever`` replaces the
+    ToolSearcher backend. API rows are judged in a worker process (:mod:`apibank.judge.worker`):
+    ``timeout`` is each sample's deadline in seconds (None or ``inf``: none), enforced by killing the
+    worker, and ``memory_mb`` caps the worker's memory above the caller's (None: no cap). A sample
+    that overruns either is judged ``TIMEOUT`` or ``MEMORY_LIMIT``. The caller's signals and timers
+    are not touched.
     """
+    return _score(predictions, references, protocols=protocols, return_details=return_details, data_dir=data_dir,
+                  retriever=retriever, timeout=timeout, memory_mb=memory_mb)
+
+
+def _score(
+    predictions: Sequence[str],
+    references: Sequence[str | Mapping[str, Any]],
+    *,
+    protocols: Iterable[str],
+    return_details: bool,
+    data_dir: str | os.PathLike[str] | None,
+    retriever: Any,
+    timeout: float | None,
+    memory_mb: float | None,
+    stats: RunStats | None = None,
+) -> dict[str, Any]:
     protocols = tuple(protocols)
     unknown = [p for p in protocols if p not in PROTOCOLS]
     if unknown or not protocols:
         raise ValueError(f"unknown protocols {unknown}; choose from {sorted(PROTOCOLS)}")
+    timeout = check_timeout(timeout)
+    if memory_mb is not None and (isinstance(memory_mb, bool) or not isinstance(memory_mb, (int, float))
+                                  or not 0 < memory_mb < float("inf")):
+        raise ValueError(f"memory_mb must be a positive number of megabytes or None, got {memory_mb!r}")
     if predictions is None:
         raise ValueError("predictions is None; pass one generated text per reference")
     if isinstance(predictions, str):
@@ -364,21 +447,21 @@ def score(
 
     api_items = [(i, texts[i], r) for i, r in enumerate(parsed) if r["kind"] == "api"]
     responses = {i: response_scores(texts[i], r) for i, r in enumerate(parsed) if r["kind"] == "response"}
-    # Loading every database up front turns missing or unverifiable data into one clear error
-    # instead of a tool exception on every sample.
-    judge = Judge(pristine_data(upstream_source(data_dir)).preload(), retriever, timeout=timeout) if api_items else None
+    per_protocol: dict[str, dict[int, Verdict]] = {protocol: {} for protocol in protocols}
+    gold: dict[str, Record | None] = {}
+    if api_items:
+        # Loading every database (verified against the manifest) and the ToolSearcher model up front
+        # turns missing or corrupt data into one clear error, and keeps loading off every sample's clock.
+        judge = Judge(pristine_data(upstream_source(data_dir)).preload(), retriever)
+        if _needs_retriever(api_items):
+            judge.prepare(reference["toolset"] for _, _, reference in api_items)
+        judge.prepare_recordings(_recorded_tools(api_items))
+        per_protocol, gold = _run_judge(judge, api_items, parsed, protocols, timeout, memory_mb, stats)
 
     output: dict[str, Any] = {}
-    per_protocol: dict[str, dict[int, Verdict]] = {}
     for protocol in protocols:
-        if protocol == "paper":
-            verdicts = _judge_paper(judge, api_items) if judge else {}
-            figures = None
-        else:
-            verdicts = _judge_corrected(judge, api_items) if judge else {}
-            figures = _searcher_figures(judge, parsed) if judge else {}
-        per_protocol[protocol] = verdicts
-        output[protocol] = _aggregate(protocol, parsed, verdicts, responses, figures)
+        figures = None if protocol == "paper" else _searcher_figures(gold, parsed)
+        output[protocol] = _aggregate(protocol, parsed, per_protocol[protocol], responses, figures)
     output["revision"] = revisions[0] if revisions else None
     output["protocols"] = {p: PROTOCOLS[p] for p in protocols}
     if return_details:

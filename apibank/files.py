@@ -1,0 +1,109 @@
+"""Writing output files safely: atomically, as strict UTF-8 JSON, whatever the values hold.
+
+* :func:`atomic_writer` / :func:`atomic_write_text` write to a temporary file in the target folder,
+  flush it to disk and rename it over the target: a crash leaves the old file or the new one, never a
+  truncated one.
+* :func:`json_safe` turns any value the judge can produce from model output (``ast`` literals: tuple
+  keys, sets, bytes, complex numbers, non-finite floats, nesting) into plain JSON values, so that
+  ``json.dumps(..., allow_nan=False)`` always succeeds and readers that follow RFC 8259 accept it.
+* :func:`json_line` is one JSON line that is valid UTF-8 even when the text holds lone surrogates
+  (those are written as ``\\udXXX`` escapes, which read back to the same Python string).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import IO, Any, Iterator
+
+# Deeper structures are written as a placeholder; no judged value comes close (parsers cap at 50).
+MAX_JSON_DEPTH = 100
+
+
+@contextlib.contextmanager
+def atomic_writer(path: str | os.PathLike[str], *, encoding: str = "utf-8") -> Iterator[IO[str]]:
+    """A text handle whose content replaces ``path`` only when the block completes."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = tempfile.NamedTemporaryFile(
+        "w", encoding=encoding, dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False
+    )
+    try:
+        with handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(handle.name, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(handle.name)
+        raise
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    with atomic_writer(path) as handle:
+        handle.write(text)
+
+
+def _scalar(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)  # 'inf', '-inf', 'nan': strict JSON has no such numbers
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, (bytes, bytearray, complex)):
+        return repr(value)
+    return str(value)
+
+
+def _key(key: Any) -> str:
+    return key if isinstance(key, str) else repr(key)
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with every part made a JSON value (see the module docstring); never recurses in Python."""
+    if not isinstance(value, (dict, list, tuple, set, frozenset)):
+        return _scalar(value)
+    root: list[Any] = [None]
+    # (container to fill, slot, value, depth)
+    pending: list[tuple[Any, Any, Any, int]] = [(root, 0, value, 0)]
+    while pending:
+        target, slot, item, depth = pending.pop()
+        if isinstance(item, (dict, list, tuple, set, frozenset)) and depth >= MAX_JSON_DEPTH:
+            target[slot] = f"<{type(item).__name__} of {len(item)} items, nested deeper than {MAX_JSON_DEPTH}>"
+        elif isinstance(item, dict):
+            out: dict[str, Any] = {}
+            target[slot] = out
+            for key, child in item.items():
+                name = _key(key)
+                out[name] = None
+                pending.append((out, name, child, depth + 1))
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            children = sorted(item, key=repr) if isinstance(item, (set, frozenset)) else list(item)
+            out_list: list[Any] = [None] * len(children)
+            target[slot] = out_list
+            pending.extend((out_list, i, child, depth + 1) for i, child in enumerate(children))
+        else:
+            target[slot] = _scalar(item)
+    return root[0]
+
+
+def dumps_strict(value: Any, **options: Any) -> str:
+    """``json.dumps`` that always yields strict JSON (no NaN/Infinity, string keys only)."""
+    try:
+        return json.dumps(value, allow_nan=False, **options)
+    except (TypeError, ValueError, RecursionError):
+        return json.dumps(json_safe(value), allow_nan=False, **options)
+
+
+def json_line(value: Any) -> str:
+    """One strict JSON line (no newline) that encodes to UTF-8 whatever strings ``value`` holds."""
+    text = dumps_strict(value, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: the ASCII form escapes it
+        text = dumps_strict(value, ensure_ascii=True)
+    return text

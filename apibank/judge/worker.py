@@ -1,0 +1,402 @@
+"""Judging in a worker process whose deadline and memory really bind.
+
+A signal timer cannot stop work done in C (tokenisers, the regex engine), is unavailable outside the
+main thread and would replace the caller's own timer. So the API rows of one ``score()`` call are
+judged in a child process forked from the caller once everything shared (parsed databases, the
+ToolSearcher model and its catalogue embeddings) is loaded; the child inherits the work list and
+sends back one result per finished step. The parent waits on the pipe with a per-step deadline:
+
+* a step that does not report within ``timeout`` seconds gets an :class:`Overrun` (``TIMEOUT``), the
+  child is killed and a new one is forked at the next step;
+* the child's address space is capped (``RLIMIT_AS``) at what it inherited plus ``memory_mb``: a step
+  that allocates more gets ``MemoryError`` in Python or dies in C, and is an :class:`Overrun`
+  (``MEMORY_LIMIT``) either way.
+
+The worst case per step is therefore ``timeout`` plus one kill and fork (milliseconds) and
+``memory_mb`` of memory above the caller's, from any thread of the caller. One child serves a whole
+``score()`` call, so the overhead is one fork plus one pickled message per step.
+
+Steps are grouped: a handler gets the state its group carried from the previous step (the paper
+protocol's shared gold record, edited in place by some checks) and returns the state for the next.
+The state after each step travels with its result, so a restarted child resumes a group where the
+killed one left it (the overrun step's own edits are lost: it has no verdict to keep them for).
+
+The child is a plain ``os.fork`` (so a daemonic pool worker may score too). In it, inherited objects
+are frozen out of the cyclic collector, locks other threads may have held at the fork are renewed,
+and SIGINT is ignored (the parent handles it). The caller's signal handlers and timers are never
+touched: the parent only waits on a pipe.
+
+Where ``fork`` does not exist (Windows), steps run in the calling process, bounded only by the
+input caps (``MAX_PREDICTION_CHARS`` in :mod:`apibank.judge.judging`, reference validation).
+"""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import os
+import signal
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any, Callable, Hashable, Sequence
+
+TIMEOUT = "TIMEOUT"
+MEMORY_LIMIT = "MEMORY_LIMIT"
+DEFAULT_MEMORY_MB = 768
+# A fork is ready in milliseconds; this only guards against a child that never starts.
+READY_WAIT_S = 120.0
+
+
+@dataclass(frozen=True)
+class Overrun:
+    """A step stopped by its deadline or its memory limit (``kind`` is TIMEOUT or MEMORY_LIMIT)."""
+
+    kind: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Step:
+    group: Hashable  # steps of one group are consecutive and share the carried state
+    payload: Any
+
+
+Handler = Callable[[Any, Any], "tuple[Any, Any]"]  # (payload, carried state) -> (result, state)
+
+
+@dataclass
+class RunStats:
+    """What a run cost: restarts of the child and, when measured, each step's peak memory."""
+
+    forks: int = 0
+    peak_mb: dict[int, float] | None = None
+
+
+def fork_available() -> bool:
+    return hasattr(os, "fork")
+
+
+def check_timeout(timeout: Any) -> float | None:
+    """A per-step deadline in seconds: a positive number, or None/inf for none; else a clear error."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(f"timeout must be a number of seconds or None, not {type(timeout).__name__}")
+    value = float(timeout)
+    if value != value or value <= 0:
+        raise ValueError(f"timeout must be a positive number of seconds (or None for no limit), got {timeout!r}")
+    return None if value == float("inf") else value
+
+
+def _status_kb(field: str) -> int | None:
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _limit_memory(memory_mb: float | None) -> None:
+    if memory_mb is None:
+        return
+    try:
+        import resource
+    except ImportError:  # not POSIX
+        return
+    current = _status_kb("VmSize")
+    if current is None:
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = current * 1024 + int(memory_mb * 1024 * 1024)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+def _reset_peak() -> int | None:
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as handle:
+            handle.write("5")
+    except OSError:
+        return None
+    return _status_kb("VmRSS")
+
+
+def _child(
+    connection: Any,
+    steps: Sequence[Step],
+    start: int,
+    state: Any,
+    handler: Handler,
+    memory_mb: float | None,
+    measure: bool,
+    after_fork: Callable[[], Any] | None,
+) -> bool:
+    # Everything inherited stays out of the cyclic collector: a collection would walk (and so copy,
+    # page by page) the whole inherited heap, which costs more than the judging itself.
+    gc.freeze()
+    # Ctrl-C reaches the whole process group: the parent handles it (and kills this child).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _limit_memory(memory_mb)
+    if after_fork is not None:
+        after_fork()
+    connection.send(("ready", None, None))
+    for index in range(start, len(steps)):
+        step = steps[index]
+        if index > start and steps[index - 1].group != step.group:
+            state = None
+        baseline = _reset_peak() if measure else None
+        try:
+            result, state = handler(step.payload, state)
+        except MemoryError:
+            result, state = Overrun(MEMORY_LIMIT, f"the step exceeded its memory limit of {memory_mb} MB"), state
+        except Exception as error:  # an environment failure (or a bug): the parent raises it
+            connection.send(("error", _portable(error), None))
+            return False
+        peak = None
+        if baseline is not None:
+            high = _status_kb("VmHWM")
+            peak = max(0, (high or baseline) - baseline) / 1024
+        following = index + 1 < len(steps) and steps[index + 1].group == step.group
+        try:
+            connection.send((index, result, (state if following else None, peak)))
+        except MemoryError:
+            connection.send((index, Overrun(MEMORY_LIMIT, "the step's result exceeded the memory limit"), (state, peak)))
+        except (BrokenPipeError, EOFError):
+            raise
+        except Exception as error:  # a result that cannot be pickled is a judge bug: say so in the parent
+            connection.send(("error", WorkerError(f"step {index}: result not transferable: {error!r}"), None))
+            return False
+    return True
+
+
+def run_steps(
+    steps: Sequence[Step],
+    handler: Handler,
+    *,
+    timeout: float | None,
+    memory_mb: float | None = DEFAULT_MEMORY_MB,
+    after_fork: Callable[[], Any] | None = None,
+    finish: Callable[[], Any] | None = None,
+    merge: Callable[[Any], None] | None = None,
+    measure: bool = False,
+    stats: RunStats | None = None,
+) -> list[Any]:
+    """Run ``handler`` over ``steps`` in a bounded child; one result (or :class:`Overrun`) per step.
+
+    ``after_fork`` runs in each child before its first step; ``finish`` runs in a child that completes
+    its steps and its return value is handed to ``merge`` in the parent (caches worth keeping).
+    """
+    if not steps:
+        return []
+    if not fork_available():
+        return _run_here(steps, handler)
+    results: list[Any] = [None] * len(steps)
+    peaks: dict[int, float] = {}
+    position = 0
+    state: Any = None
+    while position < len(steps):
+        # A plain fork, not multiprocessing.Process: that refuses to start from a daemonic process
+        # (a multiprocessing pool worker, a data-loader worker), and this child needs none of its setup.
+        receiver, sender = multiprocessing.Pipe(duplex=False)
+        _widen(sender)
+        pid = os.fork()
+        if pid == 0:  # the child: never returns into the caller's code
+            code = 1
+            try:
+                receiver.close()
+                _child_main(sender, steps, position, state, handler, memory_mb, measure, after_fork, finish)
+                code = 0
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                os._exit(code)
+        sender.close()
+        child = _Child(pid)
+        if stats is not None:
+            stats.forks += 1
+        try:
+            position, state = _collect(receiver, child, steps, position, state, results, peaks, timeout, memory_mb, merge)
+        finally:
+            receiver.close()
+            child.end()
+    if stats is not None and measure:
+        stats.peak_mb = peaks
+    return results
+
+
+class WorkerError(RuntimeError):
+    """An exception raised while judging in the worker that could not be carried back as itself."""
+
+
+def _portable(error: Exception) -> Exception:
+    import pickle
+
+    try:
+        pickle.loads(pickle.dumps(error))
+        return error
+    except Exception:
+        return WorkerError(f"{type(error).__name__}: {error}")
+
+
+PIPE_BYTES = 1 << 20
+
+
+def _widen(connection: Any) -> None:
+    """A 1 MiB pipe: the worker then rarely waits for the parent to read (Linux; elsewhere a no-op).
+
+    Reports queue up instead of each waking the parent; a report read late only makes the next
+    sample's deadline later, never earlier."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(connection.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), PIPE_BYTES)
+    except (ImportError, OSError):
+        pass
+
+
+class _Child:
+    """The parent's handle on a forked child: its exit code, and killing and reaping it."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.exitcode: int | None = None
+
+    def join(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while self.exitcode is None:
+            done, status = os.waitpid(self.pid, os.WNOHANG)
+            if done:
+                self.exitcode = os.waitstatus_to_exitcode(status)
+                return
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(0.001)
+
+    def end(self) -> None:
+        if self.exitcode is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            _, status = os.waitpid(self.pid, 0)
+            self.exitcode = os.waitstatus_to_exitcode(status)
+
+
+def _child_main(sender: Any, steps: Sequence[Step], start: int, state: Any, handler: Handler,
+                memory_mb: float | None, measure: bool, after_fork: Callable[[], Any] | None,
+                finish: Callable[[], Any] | None) -> None:
+    try:
+        if not _child(sender, steps, start, state, handler, memory_mb, measure, after_fork):
+            return
+    except (BrokenPipeError, EOFError):  # the parent gave up on this child
+        return
+    value = None
+    if finish is not None:
+        try:
+            value = finish()
+        except Exception:  # a cache that cannot be sent back only costs time
+            value = None
+    try:
+        sender.send(("finish", value, None))
+    except Exception:
+        sender.send(("finish", None, None))
+    sender.close()
+
+
+def _collect(receiver: Any, process: Any, steps: Sequence[Step], position: int, state: Any, results: list[Any],
+             peaks: dict[int, float], timeout: float | None, memory_mb: float | None,
+             merge: Callable[[Any], None] | None) -> tuple[int, Any]:
+    """Read the child's reports until it finishes or overruns; returns where the next child starts."""
+    if not receiver.poll(READY_WAIT_S):
+        raise RuntimeError("the judging worker process did not start")
+    try:
+        receiver.recv()  # "ready": the first step's clock starts now
+    except EOFError:
+        process.join(5)
+        raise RuntimeError(f"the judging worker process failed to start (exit code {process.exitcode})") from None
+    group_state = state
+    while True:
+        if position < len(steps):
+            if not receiver.poll(timeout):
+                results[position] = Overrun(TIMEOUT, f"the sample exceeded its time limit of {timeout} s")
+                return position + 1, _state_after(steps, position, group_state)
+        elif not receiver.poll(READY_WAIT_S):  # every step reported; only the cache is missing
+            return position, None
+        try:
+            message = receiver.recv()
+        except (EOFError, OSError):
+            if position >= len(steps):
+                return position, None
+            process.join(5)
+            results[position] = Overrun(
+                MEMORY_LIMIT,
+                f"the judging process died (exit code {process.exitcode}), presumably at its memory limit of {memory_mb} MB",
+            )
+            return position + 1, _state_after(steps, position, group_state)
+        index, result, extra = message
+        if index == "error":
+            raise result
+        if index == "finish":
+            if merge is not None:
+                merge(result)
+            return len(steps), None
+        results[index] = result
+        group_state, peak = extra
+        if peak is not None:
+            peaks[index] = peak
+        position = index + 1
+
+
+def _state_after(steps: Sequence[Step], position: int, state: Any) -> Any:
+    """The carried state for the step after an overrun one: kept within its group, else reset."""
+    following = position + 1
+    if following < len(steps) and steps[following].group == steps[position].group:
+        return state
+    return None
+
+
+def _run_here(steps: Sequence[Step], handler: Handler) -> list[Any]:
+    results = []
+    state = None
+    for index, step in enumerate(steps):
+        if index and steps[index - 1].group != step.group:
+            state = None
+        result, state = handler(step.payload, state)
+        results.append(result)
+    return results
+
+
+def fresh_module_locks(*modules: Any) -> None:
+    """Replace the module-level locks of ``modules`` in a forked child (see :func:`fresh_locks`)."""
+    makers = {type(threading.Lock()): threading.Lock, type(threading.RLock()): threading.RLock}
+    for module in modules:
+        for name, value in list(vars(module).items()):
+            make = makers.get(type(value))
+            if make is not None:
+                setattr(module, name, make())
+
+
+def fresh_locks(*objects: Any) -> None:
+    """Give objects inherited across a fork new locks (another thread may have held the old ones)."""
+    seen: set[int] = set()
+    pending = list(objects)
+    while pending:
+        item = pending.pop()
+        if item is None or id(item) in seen:
+            continue
+        seen.add(id(item))
+        if hasattr(item, "_lock"):
+            try:
+                item._lock = threading.Lock()
+            except AttributeError:
+                pass
+        for name in ("_retriever", "backend", "inner_retriever"):
+            pending.append(getattr(item, name, None))
+
+
