@@ -130,3 +130,32 @@ def test_summary_counts_trials_per_episode(episodes, gold):
     summary = summarise(episodes["level-3"], records, 2)
     assert summary["runs"] == 6 and summary["succeeded"] == 6
     assert summary["pass_k"] == 1.0  # averaged over the episodes that ran every trial
+
+
+class _Failing:
+    name = "failing"
+
+    def start(self, episode, setting, trial):
+        pass
+
+    def act(self, messages, tools):
+        raise RuntimeError("endpoint down")
+
+
+def test_agent_failure_ends_the_episode_judged_as_it_stands(episodes, gold):
+    record = run_episode(_Failing(), episodes["level-3"].episodes[0], "searcher", gold)
+    assert record["stopped"].startswith("agent_error: RuntimeError: endpoint down")
+    assert record["verdict"]["success"] is False and record["steps"] == 0
+    summary = summarise(episodes["level-3"], [record], 1)
+    assert summary["stopped_early"] == {"agent_error": 1}
+
+
+def test_step_limit_stops_an_agent_that_never_answers(episodes, gold):
+    class Looping(OracleAgent):
+        def act(self, messages, tools):
+            from apibank.agent.agents import Step, ToolCall
+            return Step(calls=[ToolCall("c", "ToolSearcher", {"keywords": "meeting"})])
+
+    from apibank.agent.runner import Limits
+    record = run_episode(Looping(), episodes["level-3"].episodes[0], "searcher", gold, limits=Limits(max_steps=5))
+    assert record["steps"] == 5 and record["stopped"] == "step_limit"

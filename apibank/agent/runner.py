@@ -91,7 +91,11 @@ def run_episode(
             if time.monotonic() - started > limits.time_limit:
                 stopped = "time_limit"
                 break
-            step = agent.act(messages, env.schemas())
+            try:
+                step = agent.act(messages, env.schemas())
+            except Exception as error:  # a model/endpoint failure ends this episode, judged as it stands
+                stopped = f"agent_error: {type(error).__name__}: {error}"[:500]
+                break
             steps += 1
             for key, value in step.usage.items():
                 usage[key] = usage.get(key, 0) + int(value)
@@ -130,6 +134,7 @@ def summarise(episodes: EpisodeSet, records: Iterable[dict[str, Any]], trials: i
     rouge, precision_num, model_calls, gold_calls, steps = [], 0, 0, 0, 0
     state_ok = info_ok = 0
     excluded = drifted = needs_no_call = 0
+    stopped_early: dict[str, int] = {}
     runs = 0
     for record in records:
         if record["episode"] not in by_episode:
@@ -145,6 +150,8 @@ def summarise(episodes: EpisodeSet, records: Iterable[dict[str, Any]], trials: i
         model_calls += verdict["model_calls"]
         gold_calls += verdict["gold_calls"]
         steps += record["steps"]
+        if record.get("stopped"):
+            stopped_early[record["stopped"].split(":")[0]] = stopped_early.get(record["stopped"].split(":")[0], 0) + 1
         if record["trial"] == 0:
             needs_no_call += bool(verdict.get("needs_no_call"))
             excluded += len(verdict["excluded"])
@@ -165,6 +172,7 @@ def summarise(episodes: EpisodeSet, records: Iterable[dict[str, Any]], trials: i
         "call_recall": precision_num / gold_calls if gold_calls else None,
         "response_rouge_l": sum(rouge) / len(rouge) if rouge else None,
         "mean_steps": steps / runs if runs else None,
+        "stopped_early": stopped_early,
         "needs_no_call": needs_no_call,
         "gold_calls_excluded": excluded,
         "gold_reads_drifted": drifted,
