@@ -17,7 +17,7 @@ undeclared or badly typed parameter, missing argument) is recorded with its erro
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from apibank_tools.base import CallRejected, CallTimeout

@@ -24,8 +24,8 @@ def summary_table(levels: Mapping[str, Mapping[str, Any]]) -> str:
     rows = [
         ("episodes", lambda s: str(s["episodes"])),
         ("success", lambda s: f"{_pct(s['success_rate'])} ({s['succeeded']}/{s['runs']})"),
-        (f"pass^k", lambda s: f"{_num(s['pass_k'])} (k={s['trials']})"),
-        (f"pass@k", lambda s: f"{_num(s['pass_at_k'])} (k={s['trials']})"),
+        ("pass^k", lambda s: f"{_num(s['pass_k'])} (k={s['trials']})"),
+        ("pass@k", lambda s: f"{_num(s['pass_at_k'])} (k={s['trials']})"),
         ("state equal", lambda s: f"{s['state_ok']}/{s['runs']}"),
         ("information obtained", lambda s: f"{s['information_ok']}/{s['runs']}"),
         ("call precision", lambda s: _num(s["call_precision"])),

@@ -22,8 +22,7 @@ from typing import Any
 from inspect_ai import Epochs, Task, task
 from inspect_ai.agent import AgentState, react
 from inspect_ai.dataset import MemoryDataset, Sample
-from inspect_ai.model import ChatMessageTool
-from inspect_ai.scorer import Score, Target, mean, metric, pass_at, pass_k, scorer
+from inspect_ai.scorer import Score, Target, mean, pass_at, pass_k, scorer
 from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.tool import Tool, ToolDef, ToolParams
 
@@ -132,18 +131,6 @@ def episode_solver(episodes: dict[str, Episode], gold: GoldCache, setting: str, 
         return state
 
     return solve
-
-
-@metric
-def success_rate():
-    """Mean of the ``success`` component (the headline; pass^k/pass@k come from the epoch reducers)."""
-    from inspect_ai.scorer import SampleScore
-
-    def compute(scores: list[SampleScore]) -> float:
-        values = [s.score.value["success"] for s in scores if isinstance(s.score.value, dict)]
-        return sum(values) / len(values) if values else 0.0
-
-    return compute
 
 
 @scorer(metrics={key: [mean()] for key in SCORE_KEYS})
