@@ -98,7 +98,7 @@ def main() -> None:
 
         corpus = [e.turns[0].user for e in sets["level-3"]]
         model, label = str(build_tiny_model(Path(tempfile.mkdtemp()) / "tiny", corpus)), "tiny random model"
-    agent = TransformersAgent(model, max_new_tokens=args.new_tokens, tool_format="text" if args.gguf else "auto")
+    agent = TransformersAgent(model, max_new_tokens=args.new_tokens)
     step = model_step_seconds(agent, sets["level-3"][0], args.setting, shared.data)
     print(f"model step ({label}, {args.new_tokens} new tokens, level-3 prompt): {step * 1e3:.1f} ms")
     for level, cost in per_episode.items():
