@@ -20,6 +20,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "replay": ("apibank.cli.replay", "execute every recorded gold call and compare"),
     "export-dataset": ("apibank.cli.export_dataset", "write a script-free dataset repository"),
     "export-metric": ("apibank.cli.export_metric", "write the metric's Hub layout"),
+    "agent": ("apibank.cli.agent", "agentic episodes: the model drives the tool loop, judged on what it achieved"),
 }
 
 

@@ -1,0 +1,147 @@
+"""Agentic episodes: the recorded dialogues (levels 1, 2) and requirements (level 3) as on-policy tasks.
+
+An episode is a list of user turns. Each turn carries the user's text as recorded, the gold calls
+the annotators made before the next user turn, and the last AI reply of that stretch (the gold
+answer). The model sees only the user texts; the gold calls are what the judge replays.
+
+- levels 1 and 2: one episode per dialogue file of ``lv1-lv2-samples/level-1-given-desc`` (214 files,
+  one of them empty upstream, so 213 episodes) and ``level-2-toolsearcher`` (50); each recorded
+  user turn is given after the model's answer to the previous one;
+- level 3: one episode per requirement of ``test-data/level-3.json`` (50), a single user turn.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from apibank.data.upstream import fetch, manifest
+from apibank.judge.judging import RENAMED_PARAMETERS
+
+LEVELS = ("level-1", "level-2", "level-3")
+SEARCHER = "ToolSearcher"
+LEVEL_FOLDERS = {
+    "level-1": "lv1-lv2-samples/level-1-given-desc",
+    "level-2": "lv1-lv2-samples/level-2-toolsearcher",
+}
+LEVEL_3_FILE = "test-data/level-3.json"
+TOOLSETS = {"level-1": "level-1-2", "level-2": "level-1-2", "level-3": "level-3"}
+
+
+@dataclass(frozen=True)
+class GoldCall:
+    """One recorded call: the tool, its structured arguments (renames applied) and the recorded record."""
+
+    name: str
+    arguments: dict[str, Any]
+    recorded: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class Turn:
+    user: str
+    calls: tuple[GoldCall, ...]
+    answer: str | None  # the last recorded AI reply before the next user turn (None: the dialogue ends)
+
+
+@dataclass(frozen=True)
+class Episode:
+    id: str
+    level: str
+    toolset: str
+    source: str  # upstream file (and index for level 3)
+    turns: tuple[Turn, ...]
+
+    @property
+    def gold_calls(self) -> list[GoldCall]:
+        return [call for turn in self.turns for call in turn.calls]
+
+    def tool_names(self) -> list[str]:
+        """The tools the gold trajectory uses, ToolSearcher excluded, in first-use order."""
+        names: list[str] = []
+        for call in self.gold_calls:
+            if call.name != SEARCHER and call.name not in names:
+                names.append(call.name)
+        return names
+
+
+@dataclass
+class EpisodeSet:
+    level: str
+    episodes: list[Episode]
+    skipped: list[dict[str, str]] = field(default_factory=list)  # upstream files that give no episode
+
+
+def gold_arguments(name: str, structured: dict[str, Any] | None) -> dict[str, Any]:
+    """A recorded call's structured input with parameters renamed after annotation mapped to today's names."""
+    arguments = dict(structured or {})
+    for old, new in RENAMED_PARAMETERS.get(name, {}).items():
+        if old in arguments and new not in arguments:
+            arguments[new] = arguments.pop(old)
+    return arguments
+
+
+def _dialogue_turns(lines: Iterable[dict[str, Any]]) -> list[Turn]:
+    turns: list[Turn] = []
+    user: str | None = None
+    calls: list[GoldCall] = []
+    answer: str | None = None
+    preamble: list[str] = []
+    for line in lines:
+        role = line["role"]
+        if role == "User":
+            if user is not None:
+                turns.append(Turn(user, tuple(calls), answer))
+            user, calls, answer = line["text"], [], None
+        elif user is None:
+            # nothing precedes the first user turn in the shipped data; kept visible if it ever does
+            preamble.append(role)
+        elif role == "API":
+            result = line.get("result") or {}
+            calls.append(GoldCall(line["api_name"], gold_arguments(line["api_name"], result.get("input") or line.get("param_dict")), result))
+        elif role == "AI":
+            answer = line["text"]
+    if user is not None:
+        turns.append(Turn(user, tuple(calls), answer))
+    if preamble:
+        raise ValueError(f"dialogue has turns before the first user turn: {preamble}")
+    return turns
+
+
+def _read_jsonl(path: os.PathLike[str]) -> list[dict[str, Any]]:
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def dialogue_episodes(level: str, data_dir: str | os.PathLike[str] | None = None) -> EpisodeSet:
+    folder = LEVEL_FOLDERS[level]
+    result = EpisodeSet(level, [])
+    for rel in manifest().under(folder, ".jsonl"):
+        file = rel.rsplit("/", 1)[-1]
+        turns = _dialogue_turns(_read_jsonl(fetch(rel, data_dir)))
+        if not turns:
+            result.skipped.append({"file": rel, "reason": "the upstream dialogue file is empty"})
+            continue
+        result.episodes.append(Episode(f"{level}/{file[: -len('.jsonl')]}", level, TOOLSETS[level], rel, tuple(turns)))
+    return result
+
+
+def level3_episodes(data_dir: str | os.PathLike[str] | None = None) -> EpisodeSet:
+    dialogues = json.loads(fetch(LEVEL_3_FILE, data_dir).read_text("utf-8"))
+    result = EpisodeSet("level-3", [])
+    for index, dialogue in enumerate(dialogues):
+        calls = tuple(
+            GoldCall(api["api_name"], gold_arguments(api["api_name"], api["output"].get("input") or api["input"]), api["output"])
+            for api in dialogue["apis"]
+        )
+        turn = Turn(dialogue["requirement"].strip(), calls, dialogue["response"])
+        result.episodes.append(Episode(f"level-3/{index}", "level-3", "level-3", f"{LEVEL_3_FILE}#{index}", (turn,)))
+    return result
+
+
+def load_episodes(level: str, data_dir: str | os.PathLike[str] | None = None) -> EpisodeSet:
+    if level not in LEVELS:
+        raise ValueError(f"unknown level {level!r}; expected one of {', '.join(LEVELS)}")
+    return level3_episodes(data_dir) if level == "level-3" else dialogue_episodes(level, data_dir)

@@ -1,0 +1,102 @@
+"""``apibank agent``: agentic episodes (the model drives the tool loop), judged on what it achieved."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import sys
+from pathlib import Path
+
+from apibank.agent.environment import SETTINGS
+from apibank.agent.episodes import LEVELS
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", required=True,
+                        help="oracle (scripted gold agent), none (answers without calls), a Hub id or local path "
+                             "(transformers; a .gguf file works), or a model name served by --base-url")
+    parser.add_argument("--levels", nargs="+", default=list(LEVELS), choices=LEVELS)
+    parser.add_argument("--setting", default="searcher", choices=SETTINGS,
+                        help="searcher: find tools with ToolSearcher (level 1: the dialogue's tools are given); "
+                             "all-tools: every tool of the set offered")
+    parser.add_argument("--data-dir", default=None, help="local upstream copy (default: $APIBANK_DATA_DIR or download)")
+    parser.add_argument("--output", default=None, help="folder for results.json, trajectories.jsonl, report.md, leaderboard/")
+    parser.add_argument("--trials", type=int, default=1, help="runs per episode (pass^k and pass@k with k = trials)")
+    parser.add_argument("--limit", type=int, default=None, help="first N episodes per level (a subset: not comparable)")
+    parser.add_argument("--max-steps", type=int, default=None, help="model steps per episode (default 40)")
+    parser.add_argument("--time-limit", type=float, default=None, help="seconds per episode (default 300)")
+    parser.add_argument("--backend", default=None, choices=["transformers", "vllm", "openai"],
+                        help="default: openai with --base-url, else transformers")
+    parser.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (…/v1)")
+    parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the endpoint's key")
+    parser.add_argument("--tool-format", default="auto", choices=["auto", "native", "text"],
+                        help="native: the chat template's / endpoint's tool calling; text: our JSON-in-text "
+                             "template (models without a tool-capable template); auto: native when available")
+    parser.add_argument("--temperature", type=float, default=0.0)
+    parser.add_argument("--max-new-tokens", type=int, default=256)
+    parser.add_argument("--fresh", action="store_true", help="ignore trajectories already in --output (default: resume)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object: per level the headline figures")
+
+
+def run(args: argparse.Namespace) -> int:
+    from apibank.agent.episodes import load_episodes
+    from apibank.agent.files import summary_table, write_outputs
+    from apibank.agent.runner import DEFAULT_MAX_STEPS, DEFAULT_TIME_LIMIT, Limits, default_gold_cache, read_trajectories, run_level, summarise
+
+    if args.trials < 1:
+        raise SystemExit("apibank agent: --trials must be at least 1")
+    agent_factory, model_info = _agent(args)
+    limits = Limits(max_steps=args.max_steps or DEFAULT_MAX_STEPS, time_limit=args.time_limit or DEFAULT_TIME_LIMIT)
+    output = Path(args.output) if args.output else None
+    trajectories = None
+    done: dict = {}
+    if output is not None:
+        output.mkdir(parents=True, exist_ok=True)
+        trajectories = output / "trajectories.jsonl"
+        if args.fresh and trajectories.exists():
+            trajectories.unlink()
+        for record in read_trajectories(trajectories):
+            if record.get("agent") != model_info["id"]:
+                raise SystemExit(f"apibank agent: {trajectories} holds trajectories of {record.get('agent')!r}, "
+                                 f"not {model_info['id']!r}; use another --output or --fresh")
+            done[(record["episode"], record["setting"], record["trial"])] = record
+    gold = default_gold_cache(args.data_dir)
+    summaries = {}
+    scripted = model_info["backend"] == "scripted"
+    progress = None if args.json or scripted else (lambda line: print(line, file=sys.stderr, flush=True))
+    for level in args.levels:
+        episodes = load_episodes(level, args.data_dir)
+        if args.limit:
+            episodes.episodes = episodes.episodes[: args.limit]
+        records = run_level(agent_factory, episodes, args.setting, gold, trials=args.trials, limits=limits,
+                            trajectories=trajectories, done=done, progress=progress)
+        summaries[level] = summarise(episodes, records, args.trials)
+    results = {
+        "model": model_info,
+        "setting": args.setting,
+        "trials": args.trials,
+        "limit": args.limit,
+        "limits": {"max_steps": limits.max_steps, "time_limit": limits.time_limit, "call_timeout": limits.call_timeout},
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "levels": summaries,
+    }
+    if output is not None:
+        write_outputs(results, output)
+    if args.json:
+        print(json.dumps(summaries, default=str))
+    else:
+        print(f"API-Bank agentic: model={model_info['id']} setting={args.setting} trials={args.trials}")
+        print(summary_table(summaries))
+    return 0
+
+
+def _agent(args: argparse.Namespace):
+    from apibank.agent.agents import SCRIPTED_AGENTS
+
+    if args.model in SCRIPTED_AGENTS:
+        cls = SCRIPTED_AGENTS[args.model]
+        return cls, {"id": args.model, "backend": "scripted"}
+    from apibank.agent.backends import model_agent_factory
+
+    return model_agent_factory(args)
