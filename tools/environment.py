@@ -143,6 +143,14 @@ class Session:
         self._stores[name] = private
         return private
 
+    def written_stores(self) -> dict[str, Any]:
+        """The databases this session holds a private (possibly modified) copy of, by name."""
+        return dict(self._stores)
+
+    def tool_instances(self) -> dict[str, Tool]:
+        """The tool instances created so far in this session (some keep in-memory records)."""
+        return dict(self._instances)
+
     def resolve_token(self, token: Any) -> str:
         """The username owning ``token`` (first account in file order), as CheckToken does."""
         for username, account in self.store("Account", writable=False).items():

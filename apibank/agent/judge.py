@@ -119,12 +119,9 @@ def effect_tables(calls: Iterable[tuple[str, dict[str, Any] | None]], mapping: d
 
 
 def state_tables(session: Session) -> dict[str, Any]:
-    """Every table a session holds: written databases and public in-memory records of tool instances.
-
-    (Reads the session's private containers: the environment has no public view of them yet.)
-    """
-    tables: dict[str, Any] = {f"db:{name}": store for name, store in session._stores.items()}
-    for tool_name, instance in session._instances.items():
+    """Every table a session holds: written databases and public in-memory records of tool instances."""
+    tables: dict[str, Any] = {f"db:{name}": store for name, store in session.written_stores().items()}
+    for tool_name, instance in session.tool_instances().items():
         for attr, value in vars(instance).items():
             key = f"{tool_name}.{attr}"
             if attr != "session" and not attr.startswith("_") and key not in NOT_STATE:
@@ -135,7 +132,8 @@ def state_tables(session: Session) -> dict[str, Any]:
 def _table(session: Session, key: str) -> Any:
     if key.startswith("db:"):
         name = key[3:]
-        return session._stores.get(name, session.data.store(name))
+        written = session.written_stores()
+        return written[name] if name in written else session.data.store(name)
     tool_name, attr = key.split(".", 1)
     return getattr(session.tool(tool_name), attr)
 
