@@ -39,6 +39,8 @@ ADAPTATIONS: dict[str, str] = {
     "merge-consecutive": "consecutive turns of one role merged (the template needs alternating roles)",
 }
 ORDER = tuple(ADAPTATIONS)
+# When a refusal comes without a probe to explain it, the least intrusive rewrites are tried first.
+ESCALATION = ("system-in-first-user", "merge-consecutive", "tool-results-as-user", "calls-as-text", "tools-in-prompt")
 
 CALL_INSTRUCTION = (
     'To call a tool, reply with only a JSON object: {"name": "<tool name>", "arguments": {"<parameter>": <value>}}.'
@@ -260,7 +262,7 @@ class TemplateAdapter:
         previous = None
         # The probed adaptations first; if this shape still fails, add the others one by one
         # (skipping any that leave this conversation unchanged).
-        for extra in (None, *[name for name in ORDER if name not in names]):
+        for extra in (None, *[name for name in ESCALATION if name not in names]):
             candidate = names if extra is None else (*names, extra)
             adapted, adapted_tools = adapt(messages, tools, candidate)
             if (adapted, adapted_tools) == previous:
