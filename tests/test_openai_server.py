@@ -137,10 +137,10 @@ def test_strict_server_accepts_every_request_after_one_adaptation(rows, fmt, cap
     accepted = [r for r in server.requests if server.validate(r) is None]
     assert len(accepted) == len(rows)  # every row answered
     refused = len(server.requests) - len(accepted)
-    adaptations = [a["name"] for a in backend.info()["template_adaptations"]]
+    adaptations = [a["name"] for a in backend.template_info()["template_adaptations"]]
     assert adaptations and refused <= len(adaptations)  # refusals only while adapting, once per run
     assert {"system-in-first-user", "tool-results-as-user", "merge-consecutive"} <= set(adaptations)
-    assert all("the server refused" in a["reason"] for a in backend.info()["template_adaptations"])
+    assert all("the server refused" in a["reason"] for a in backend.template_info()["template_adaptations"])
     if fmt == "tools":
         assert {r["prediction"] for r in records} == {
             f"API-Request: [{row['tools'][0]['name']}(user_name='John')]" for row in rows}

@@ -150,8 +150,7 @@ class OpenAIBackend(Backend):
 
     def info(self) -> dict[str, Any]:
         return {"backend": self.name, "model_id": self.model_id, "model_revision": None, "dtype": None,
-                "base_url": self.base_url, "concurrency": self.concurrency, "request_timeout": self.timeout,
-                "template_adaptations": self.template_info()["template_adaptations"]}
+                "base_url": self.base_url, "concurrency": self.concurrency, "request_timeout": self.timeout}
 
     def template_info(self) -> dict[str, Any]:
         adaptations = [self._adaptations[name].as_dict() for name in ORDER if name in self._adaptations]
