@@ -53,9 +53,12 @@ def _as_call(obj: Any) -> ToolCall | None:
     name = obj.get("name")
     if not isinstance(name, str) or not name:
         return None
-    arguments = obj.get("arguments", obj.get("parameters", {}))
-    if isinstance(arguments, str):
-        arguments = _decode_json(arguments) if arguments.strip() else {}
+    arguments = obj.get("arguments", obj.get("parameters"))
+    if isinstance(arguments, str):  # the OpenAI wire form: JSON text, which must decode
+        text = arguments
+        arguments = _decode_json(text) if text.strip() else {}
+        if arguments is None and text.strip() != "null":
+            return None
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, Mapping):
