@@ -8,7 +8,7 @@ from typing import Any
 
 from apibank.generate.backends.base import Backend, Completion
 from apibank.generate.conversation import Conversation
-from apibank.generate.templates import TemplateAdapter
+from apibank.generate.templates import TemplateAdapter, TemplateRefusal
 from apibank.generate.toolcalls import ToolCall, calls_from_message, calls_in_text
 
 
@@ -76,12 +76,12 @@ class _HFRendering:
             if self._template_file() is not None:
                 return True
             if self.chat_template == "on" and not has_template:
-                raise ValueError(
+                raise TemplateRefusal(
                     "--chat-template on: the tokenizer has no chat template; give one with --chat-template FILE"
                 )
             return has_template and self.chat_template != "off"
         if not has_template:
-            raise ValueError(
+            raise TemplateRefusal(
                 f"the {conversation.format!r} format needs a chat template, and this tokenizer has none; "
                 "give one with --chat-template FILE, or use --format paper"
             )
