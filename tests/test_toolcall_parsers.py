@@ -33,6 +33,7 @@ SYNTAXES = {
                          "{&quot;user_name&quot;: &quot;John&quot;, &quot;n&quot;: 3}}",
     "openai arguments string": '{"type": "function", "function": {"name": "QueryMeeting", '
                                '"arguments": "{\\"user_name\\": \\"John\\", \\"n\\": 3}"}}',
+    "json left unclosed": '{"name": "QueryMeeting", "arguments": {"user_name": "John", "n": 3}, "output": {"meet',
     "python call": 'QueryMeeting(user_name="John", n=3)',
     "python list": '[QueryMeeting(user_name="John", n=3)]',
     "python fenced": '```python\nQueryMeeting(user_name="John", n=3)\n```',

@@ -5,7 +5,8 @@ a server, a message parsed by the tokenizer's response template, or text in its 
 syntax. :func:`calls_in_text` reads the text syntaxes real models emit:
 
 * Hermes / Qwen: ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``;
-* Llama 3: a bare ``{"name": ..., "parameters": {...}}`` (``<|python_tag|>`` allowed before it);
+* Llama 3: a bare ``{"name": ..., "parameters": {...}}`` (``<|python_tag|>`` allowed before it), also
+  when the object is left unclosed after complete arguments (the model wrote on until its token limit);
 * Mistral: ``[TOOL_CALLS] [{"name": ..., "arguments": {...}}]`` and ``[TOOL_CALLS]Name[ARGS]{...}``;
 * ``functions.Name:`` followed by the arguments as JSON (llama-cpp-python's function-calling format);
 * Python-style calls: ``Name(key='v')``, ``[Name(key='v'), ...]`` or a fenced ``python`` block
@@ -39,6 +40,9 @@ MAX_CALLS = 64  # named call prefixes examined per text
 _NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*"
 _FUNCTIONS_PREFIX = re.compile(rf"(?:^|[\s>])functions\.({_NAME})\s*:?\s*(?=[{{(])")
 _MISTRAL_ARGS = re.compile(rf"\[TOOL_CALLS\]\s*({_NAME})\s*\[ARGS\]\s*(?=\{{)")
+# A call object whose arguments are complete although the object itself is not (the model went on
+# writing, e.g. an invented "output" key, until it ran out of tokens).
+_CALL_HEAD = re.compile(rf'\{{\s*"name"\s*:\s*"({_NAME})"\s*,\s*"(?:arguments|parameters)"\s*:\s*(?=\{{)')
 _PY_CALL = re.compile(rf"\b({_NAME})\s*\(")
 _FENCE = re.compile(r"```(?:python|py|tool_code|json)?\s*\n(.*?)```", re.DOTALL)
 _ESCAPED = re.compile(r"&(?:#\d{1,6}|#x[0-9a-fA-F]{1,6}|quot|apos|amp|lt|gt);")
@@ -268,6 +272,8 @@ def calls_in_text(text: str, tool_names: Iterable[str] | None = None) -> list[To
         calls = _prefixed_calls(candidate, _MISTRAL_ARGS) or _prefixed_calls(candidate, _FUNCTIONS_PREFIX)
         if not calls:
             calls = _calls_in_values(_json_values(candidate))
+        if not calls:
+            calls = _prefixed_calls(candidate, _CALL_HEAD)
         if not calls:
             calls = _python_style_calls(candidate, known)
         if calls:
