@@ -216,12 +216,12 @@ def evaluate(
     """Generate predictions for ``model`` (a Hub id, a local path, an endpoint model name or ``oracle``),
     score them and write every output file; returns the results dictionary."""
     output_dir = Path(output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
     rows = list(rows) if rows is not None else load_rows(levels, data_dir, limit)
     predictions_path = output_dir / PREDICTIONS_FILE
+    engine = backend if isinstance(backend, Backend) else make_backend(model, backend, **dict(backend_options or {}))
+    output_dir.mkdir(parents=True, exist_ok=True)  # only once the model loaded: no empty folder after a failure
     if overwrite and predictions_path.exists():
         predictions_path.unlink()
-    engine = backend if isinstance(backend, Backend) else make_backend(model, backend, **dict(backend_options or {}))
     settings = DecodingSettings(max_new_tokens=max_new_tokens, stop=tuple(stop) if stop is not None else default_stops(fmt))
     try:
         records = generate_predictions(
@@ -229,6 +229,7 @@ def evaluate(
             icl=icl, progress=progress,
         )
         info = engine.info()
+        template = engine.template_info() if hasattr(engine, "template_info") else None
     finally:
         engine.close()
     scores = score_records(records, rows, protocols=protocols, data_dir=data_dir)
@@ -236,6 +237,8 @@ def evaluate(
         scores, rows, model_info=info, fmt=fmt, decoding=settings.as_dict(), batch_size=batch_size, limit=limit,
         icl=icl, dataset_id=dataset_id,
     )
+    if template is not None:  # the chat template used and each adaptation it needed
+        results["chat_template"] = template
     write_outputs(results, scores.get("details", []), rows, output_dir, dataset_id=dataset_id,
                   leaderboard_protocol=leaderboard_protocol, dataset_revision=dataset_revision)
     return results

@@ -221,10 +221,10 @@ def hub(monkeypatch, tmp_path):
     ],
 )
 def test_evaluate_refuses_before_any_work(data_dir, tmp_path, extra, message, capsys):
-    with pytest.raises(SystemExit) as caught:
-        apibank_cli.main(["evaluate", "--model", "oracle", "--data-dir", str(data_dir), "--output",
-                          str(tmp_path / "out"), "--no-progress", *extra])
-    assert message in str(caught.value)
+    status = apibank_cli.main(["evaluate", "--model", "oracle", "--data-dir", str(data_dir), "--output",
+                               str(tmp_path / "out"), "--no-progress", *extra])
+    error = capsys.readouterr().err
+    assert status == 2 and message in error and len(error.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
 
 

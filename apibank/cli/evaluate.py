@@ -10,6 +10,8 @@ import json
 import re
 from pathlib import Path
 
+from apibank.cli.checks import UsageError
+
 FORMATS = ("paper", "chat", "tools")
 BACKENDS = ("transformers", "vllm", "openai")
 
@@ -39,13 +41,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
     gen.add_argument("--device", default=None, help="transformers: device (default: cuda if available)")
     gen.add_argument("--device-map", default=None, help="transformers: e.g. 'auto' to spread a model over GPUs")
     gen.add_argument("--trust-remote-code", action="store_true")
-    gen.add_argument("--chat-template", choices=("auto", "on", "off"), default="auto",
-                     help="paper format: wrap the prompt in the chat template (auto: if the tokenizer has one)")
+    gen.add_argument("--chat-template", default="auto", metavar="auto|on|off|FILE",
+                     help="FILE: a Jinja chat template replacing the model's (for a model with none or a broken "
+                     "one; then used by every format). auto/on/off: whether the paper format goes through the "
+                     "model's own template (auto: if it has one)")
     gen.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm: GPUs per model")
     gen.add_argument("--base-url", default=None, help="openai: API root, e.g. http://127.0.0.1:8000/v1")
     gen.add_argument("--api-key-env", default="OPENAI_API_KEY", help="openai: environment variable holding the key")
     gen.add_argument("--concurrency", type=int, default=8, help="openai: parallel requests")
     gen.add_argument("--max-retries", type=int, default=5, help="openai: retries per request")
+    gen.add_argument("--request-timeout", type=float, default=120.0, metavar="SECONDS",
+                     help="openai: seconds to wait for one answer before retrying it")
     gen.add_argument("--tool-results-as-user", action="store_true",
                      help="openai, chat format: send API results as user turns (the hosted OpenAI API rejects "
                      "tool messages that answer no tool call)")
@@ -87,24 +93,24 @@ def push_target(args: argparse.Namespace) -> str | None:
     from apibank.hub.ids import HubIdError, check_repo_id
 
     if args.limit is not None and not args.allow_subset:
-        raise SystemExit(f"apibank evaluate: --limit {args.limit} scores a subset of the benchmark; pass "
+        raise UsageError(f"--limit {args.limit} scores a subset of the benchmark; pass "
                          "--allow-subset to run it (its results never go under the official task ids)")
     if not args.push_to_hub:
         if args.push_eval_yaml or args.details_repo:
-            raise SystemExit("apibank evaluate: --push-eval-yaml and --details-repo go with --push-to-hub")
+            raise UsageError("--push-eval-yaml and --details-repo go with --push-to-hub")
         return None
     if args.limit is not None:
-        raise SystemExit("apibank evaluate: a --limit subset is never pushed to the Hub")
+        raise UsageError("a --limit subset is never pushed to the Hub")
     if not args.dataset_id:
-        raise SystemExit("apibank evaluate: --push-to-hub needs --dataset-id NAMESPACE/NAME, the benchmark's Hub "
+        raise UsageError("--push-to-hub needs --dataset-id NAMESPACE/NAME, the benchmark's Hub "
                          "dataset (the repository holding eval.yaml)")
     if args.push_to_hub is True and args.model == "oracle":
-        raise SystemExit("apibank evaluate: --push-to-hub needs a repository name for --model oracle")
+        raise UsageError("--push-to-hub needs a repository name for --model oracle")
     repo = args.model if args.push_to_hub is True else args.push_to_hub
     try:
         return check_repo_id(repo, "the model repository (--push-to-hub)")
     except HubIdError as error:
-        raise SystemExit(f"apibank evaluate: {error}") from None
+        raise UsageError(f"{error}") from None
 
 
 def default_output(model: str, fmt: str) -> Path:
@@ -121,20 +127,114 @@ def backend_options(args: argparse.Namespace) -> dict:
     if args.backend == "vllm":
         return {"revision": args.revision, "dtype": args.dtype, "tensor_parallel_size": args.tensor_parallel_size,
                 "trust_remote_code": args.trust_remote_code or None, "chat_template": args.chat_template}
-    if not args.base_url:
-        raise SystemExit("apibank evaluate: --backend openai needs --base-url")
     return {"base_url": args.base_url, "api_key_env": args.api_key_env, "concurrency": args.concurrency,
-            "max_retries": args.max_retries, "tool_results_as_user": args.tool_results_as_user or None}
+            "max_retries": args.max_retries, "timeout": args.request_timeout,
+            "tool_results_as_user": args.tool_results_as_user or None}
+
+
+def check_arguments(args: argparse.Namespace, fmt: str, output: Path) -> int:
+    """Everything that can be checked before the model loads; returns how many predictions a resume keeps.
+    Raises :class:`UsageError` (one line saying what is wrong and what to do)."""
+    import os
+
+    from apibank.cli.checks import (
+        UsageError,
+        check_endpoint,
+        check_model,
+        check_output,
+        check_resume,
+        has_chat_template,
+    )
+    from apibank.pipeline import normalise_levels
+
+    try:
+        normalise_levels(args.levels)
+    except ValueError as error:
+        raise UsageError(f"--levels: {error}") from None
+    for name, value, low in (("--limit", args.limit, 1), ("--batch-size", args.batch_size, 1),
+                             ("--max-new-tokens", args.max_new_tokens, 1), ("--concurrency", args.concurrency, 1),
+                             ("--max-retries", args.max_retries, 0), ("--tensor-parallel-size",
+                                                                      args.tensor_parallel_size, 1)):
+        if value is not None and value < low:
+            raise UsageError(f"{name} {value}: must be at least {low}")
+    if not args.request_timeout > 0 or args.request_timeout == float("inf"):
+        raise UsageError(f"--request-timeout {args.request_timeout}: give a positive number of seconds")
+    if args.data_dir is not None and not Path(args.data_dir).is_dir():
+        raise UsageError(f"--data-dir {args.data_dir}: no such folder; give the upstream API-Bank folder, or "
+                         "leave it out to download the data")
+    if args.model == "oracle" and args.push_to_hub is True:
+        raise UsageError("--push-to-hub needs a repository name for --model oracle")
+    check_output(output)
+    kept = 0 if args.overwrite else check_resume(output, fmt=fmt, model=args.model)
+    if args.model == "oracle":
+        return kept
+    if args.backend == "openai":
+        if not args.base_url:
+            raise UsageError("--backend openai needs --base-url, e.g. --base-url http://127.0.0.1:8000/v1")
+        if args.chat_template not in TEMPLATE_MODES:
+            raise UsageError("--chat-template FILE: the server applies its own template; give the template to the "
+                             "server instead (e.g. llama-cpp-python --chat_format / vLLM --chat-template)")
+        check_endpoint(args.base_url, os.environ.get(args.api_key_env), args.request_timeout)
+        return kept
+    where = check_model(args.model, args.backend, args.revision)
+    if args.chat_template not in TEMPLATE_MODES:
+        from apibank.generate.backends.hf import read_chat_template
+
+        try:
+            read_chat_template(args.chat_template)
+        except ValueError as error:
+            raise UsageError(f"{error}; give a Jinja chat template file, or auto/on/off") from None
+    elif fmt in ("chat", "tools") or args.chat_template == "on":
+        if has_chat_template(where, args.revision) is False:
+            need = f"--format {fmt}" if fmt != "paper" else "--chat-template on"
+            raise UsageError(f"{need} needs a chat template and {args.model} has none; give one with "
+                             "--chat-template FILE" + (", or use --format paper" if fmt != "paper" else ""))
+    return kept
+
+
+TEMPLATE_MODES = ("auto", "on", "off")
 
 
 def run(args: argparse.Namespace) -> int:
-    from apibank.hub.leaderboard import leaderboard_note
-    from apibank.pipeline import evaluate, results_table
+    import sys
 
     repo = push_target(args)
     fmt = args.fmt or ("paper" if args.model == "oracle" else "chat")
     output = Path(args.output) if args.output else default_output(args.model, fmt)
-    results = evaluate(
+    kept = check_arguments(args, fmt, output)
+    if kept:
+        print(f"apibank evaluate: resuming: {kept} predictions in {output / 'predictions.jsonl'} are kept",
+              file=sys.stderr)
+
+    from apibank.hub.leaderboard import leaderboard_note
+    from apibank.pipeline import evaluate, results_table
+
+    try:
+        results = _evaluate(evaluate, args, fmt, output)
+    except KeyboardInterrupt:
+        saved = _count_lines(output / "predictions.jsonl")
+        print(f"\napibank evaluate: interrupted; {saved} predictions are saved in {output / 'predictions.jsonl'}. "
+              "Run the same command again to resume where it stopped.", file=sys.stderr)
+        return 130
+    print(json.dumps(results, indent=2, default=str) if args.json else results_table(results))
+    print(f"\nwritten to {output}/ (results.json, predictions.jsonl, details.jsonl, report.md, leaderboard/)")
+    note = leaderboard_note(results, args.dataset_id)
+    if note:
+        print(f"note: {note}")
+    if repo:
+        from apibank.hub.details import publish
+
+        published = publish(output, repo, dataset_id=args.dataset_id, details_repo=args.details_repo,
+                            dataset_revision=args.dataset_revision, eval_yaml_repo=args.push_eval_yaml)
+        print(f"per-sample details: {published['details']}")
+        print(f"benchmark dataset revision: {published['dataset_revision'] or 'unknown (not on the Hub)'}")
+        for where, url in published["pull_requests"].items():
+            print(f"pull request ({where}): {url}")
+    return 0
+
+
+def _evaluate(evaluate, args: argparse.Namespace, fmt: str, output: Path) -> dict:
+    return evaluate(
         args.model,
         levels=args.levels,
         fmt=fmt,
@@ -153,18 +253,10 @@ def run(args: argparse.Namespace) -> int:
         overwrite=args.overwrite,
         progress=not args.no_progress,
     )
-    print(json.dumps(results, indent=2, default=str) if args.json else results_table(results))
-    print(f"\nwritten to {output}/ (results.json, predictions.jsonl, details.jsonl, report.md, leaderboard/)")
-    note = leaderboard_note(results, args.dataset_id)
-    if note:
-        print(f"note: {note}")
-    if repo:
-        from apibank.hub.details import publish
 
-        published = publish(output, repo, dataset_id=args.dataset_id, details_repo=args.details_repo,
-                            dataset_revision=args.dataset_revision, eval_yaml_repo=args.push_eval_yaml)
-        print(f"per-sample details: {published['details']}")
-        print(f"benchmark dataset revision: {published['dataset_revision'] or 'unknown (not on the Hub)'}")
-        for where, url in published["pull_requests"].items():
-            print(f"pull request ({where}): {url}")
-    return 0
+
+def _count_lines(path: Path) -> int:
+    try:
+        return sum(1 for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip())
+    except OSError:
+        return 0

@@ -142,7 +142,11 @@ def _history_messages(row: Mapping[str, Any], native_tools: bool) -> list[Messag
                 messages.append({"role": "tool", "tool_call_id": call_id, "name": turn["api_name"], "content": content})
             else:
                 messages.append({"role": "assistant", "content": history_call_text(turn["api_name"], arguments)})
-                messages.append({"role": "tool", "name": turn["api_name"], "content": display(shown)})
+                # The id answers no structured call here, but servers validating the OpenAI schema
+                # (llama-cpp-python) require every tool message to carry one.
+                messages.append(
+                    {"role": "tool", "tool_call_id": f"call_{index}", "name": turn["api_name"], "content": display(shown)}
+                )
         else:
             raise ValueError(f"row {row['id']}: unknown history role {role!r}")
     return messages

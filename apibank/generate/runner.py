@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from apibank.generate.backends import Backend, Completion, DecodingSettings
+from apibank.generate.backends.openai import InterruptedBatch
 from apibank.generate.conversation import Conversation, build_conversation
 from apibank.generate.predictions import PredictionWriter, check_resumable, repair
 from apibank.generate.toolcalls import call_text
@@ -87,7 +88,13 @@ def generate_predictions(
         for start in range(0, len(order), max(1, batch_size)):
             chunk = order[start : start + max(1, batch_size)]
             batch = [conversations[i] for i in chunk]
-            completions = backend.generate(batch, [prompts[i] for i in chunk], settings)
+            interrupted: InterruptedBatch | None = None
+            try:
+                completions = backend.generate(batch, [prompts[i] for i in chunk], settings)
+            except InterruptedBatch as error:  # Ctrl-C: save the responses that came back, then stop
+                interrupted, kept = error, sorted(error.completed)
+                chunk, batch = [chunk[k] for k in kept], [batch[k] for k in kept]
+                completions = [error.completed[k] for k in kept]
             records = []
             for i, conversation, completion in zip(chunk, batch, completions):
                 prediction, tool_call = finish(conversation, completion, settings)
@@ -109,6 +116,8 @@ def generate_predictions(
             bar.update(len(chunk))
             elapsed = time.perf_counter() - started
             bar.set_postfix(rate=f"{len(produced) / elapsed:.2f}/s" if elapsed > 0 else "-", refresh=False)
+            if interrupted is not None:
+                raise interrupted
     finally:
         bar.close()
         if writer is not None:

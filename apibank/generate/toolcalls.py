@@ -1,19 +1,54 @@
 """Native tool calls -> the benchmark's call text ``API-Request: [Name(key='value', ...)]``.
 
 A model prompted with ``tools=`` answers with a structured call: an OpenAI ``tool_calls`` entry from
-a server, or text in its template's own syntax (``<tool_call>{...}</tool_call>``, ``[TOOL_CALLS]
-[{...}]``, a bare ``{"name": ..., "arguments": ...}``). The first call is rendered so that the
-benchmark's call extraction (protocol §3) reads back the same names and values.
+a server, a message parsed by the tokenizer's response template, or text in its template's own
+syntax. :func:`calls_in_text` reads the text syntaxes real models emit:
+
+* Hermes / Qwen: ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``;
+* Llama 3: a bare ``{"name": ..., "parameters": {...}}`` (``<|python_tag|>`` allowed before it), also
+  when the object is left unclosed after complete arguments (the model wrote on until its token limit);
+* Mistral: ``[TOOL_CALLS] [{"name": ..., "arguments": {...}}]`` and ``[TOOL_CALLS]Name[ARGS]{...}``;
+* ``functions.Name:`` followed by the arguments as JSON (llama-cpp-python's function-calling format);
+* Python-style calls: ``Name(key='v')``, ``[Name(key='v'), ...]`` or a fenced ``python`` block
+  (Llama 3.2 "pythonic"), read with :mod:`ast` into literals only, never evaluated;
+* any of the above HTML-escaped (``{&#34;name&#34;: ...}``, ``&quot;``).
+
+The model's text is untrusted: parsing never evaluates anything, looks at the first
+:data:`MAX_TEXT_CHARS` characters only, and skips JSON nested deeper than :data:`MAX_DEPTH` before
+the decoder sees it (Python's ``json`` recurses once per level, so ``'[' * 5000`` would otherwise
+raise RecursionError). The first call is rendered so that the benchmark's call extraction
+(protocol §3) reads back the same names and values.
 """
 
 from __future__ import annotations
 
+import ast
+import html
 import json
-from typing import Any, Iterator, Mapping
+import re
+from typing import Any, Iterable, Iterator, Mapping
 
 ToolCall = tuple[str, dict[str, Any]]
 
+MAX_TEXT_CHARS = 65_536  # a call longer than this is not a call the benchmark can score anyway
+MAX_DEPTH = 32  # nesting of a JSON value or Python literal; the benchmark's arguments are flat
+MAX_SPANS = 256  # bracketed spans examined per text
+MAX_PASSES = 16  # rescans after an opener that never closes (each pass is linear)
+MAX_CALL_CHARS = 4_096  # one call (its JSON arguments or Python source)
+MAX_CALLS = 64  # named call prefixes examined per text
 
+_NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*"
+_FUNCTIONS_PREFIX = re.compile(rf"(?:^|[\s>])functions\.({_NAME})\s*:?\s*(?=[{{(])")
+_MISTRAL_ARGS = re.compile(rf"\[TOOL_CALLS\]\s*({_NAME})\s*\[ARGS\]\s*(?=\{{)")
+# A call object whose arguments are complete although the object itself is not (the model went on
+# writing, e.g. an invented "output" key, until it ran out of tokens).
+_CALL_HEAD = re.compile(rf'\{{\s*"name"\s*:\s*"({_NAME})"\s*,\s*"(?:arguments|parameters)"\s*:\s*(?=\{{)')
+_PY_CALL = re.compile(rf"\b({_NAME})\s*\(")
+_FENCE = re.compile(r"```(?:python|py|tool_code|json)?\s*\n(.*?)```", re.DOTALL)
+_ESCAPED = re.compile(r"&(?:#\d{1,6}|#x[0-9a-fA-F]{1,6}|quot|apos|amp|lt|gt);")
+
+
+# ------------------------------------------------------------------------------------ shapes
 def _as_call(obj: Any) -> ToolCall | None:
     if not isinstance(obj, Mapping):
         return None
@@ -22,39 +57,117 @@ def _as_call(obj: Any) -> ToolCall | None:
     name = obj.get("name")
     if not isinstance(name, str) or not name:
         return None
-    arguments = obj.get("arguments", obj.get("parameters", {}))
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError:
+    arguments = obj.get("arguments", obj.get("parameters"))
+    if isinstance(arguments, str):  # the OpenAI wire form: JSON text, which must decode
+        text = arguments
+        arguments = _decode_json(text) if text.strip() else {}
+        if arguments is None and text.strip() != "null":
             return None
+    if arguments is None:
+        arguments = {}
     if not isinstance(arguments, Mapping):
         return None
-    return name, dict(arguments)
+    return name.removeprefix("functions."), dict(arguments)
+
+
+def calls_from_message(tool_calls: Any) -> list[ToolCall]:
+    """Tool calls of a parsed/served assistant message (OpenAI shape); malformed entries are skipped."""
+    if not isinstance(tool_calls, list):
+        return []
+    return [call for call in (_as_call(entry) for entry in tool_calls[:MAX_SPANS]) if call is not None]
+
+
+# ------------------------------------------------------------------------------ bounded JSON
+def _too_deep(text: str, limit: int = MAX_DEPTH) -> bool:
+    """Whether brackets nest deeper than ``limit`` (outside JSON strings), in one linear pass."""
+    depth = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{(":
+            depth += 1
+            if depth > limit:
+                return True
+        elif char in "]})":
+            depth = max(0, depth - 1)
+    return False
+
+
+def _decode_json(text: str) -> Any:
+    """``json.loads`` for untrusted text: None for anything invalid, too large or too deep."""
+    if len(text) > MAX_TEXT_CHARS or _too_deep(text):
+        return None
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _balanced_spans(text: str, openers: str = "[{", max_passes: int = MAX_PASSES) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` of bracketed regions, outermost first, in one pass per unclosed opener.
+
+    Strings are tracked only inside a region, so prose quotes do not matter; an opener that never
+    closes is skipped and the scan restarts after it (at most :data:`MAX_SPANS` spans in all).
+    """
+    closers = {"[": "]", "{": "}", "(": ")"}
+    start_at = 0
+    produced = passes = 0
+    while start_at < len(text) and produced < MAX_SPANS and passes < max_passes:
+        passes += 1
+        stack: list[str] = []
+        region_start = -1
+        in_string = escaped = False
+        index = start_at
+        while index < len(text):
+            char = text[index]
+            if stack and in_string:
+                if escaped:
+                    escaped = False
+                elif char == "\\":
+                    escaped = True
+                elif char == '"':
+                    in_string = False
+            elif stack and char == '"':
+                in_string = True
+            elif char in openers or (stack and char in closers):
+                if not stack:
+                    region_start = index
+                stack.append(closers[char])
+            elif stack and char in ")]}":
+                if char != stack[-1]:  # mismatched: drop this region, retry after its opener
+                    break
+                stack.pop()
+                if not stack:
+                    yield region_start, index + 1
+                    produced += 1
+                    if produced >= MAX_SPANS:
+                        return
+                    region_start = -1
+            index += 1
+        if not stack:
+            return
+        start_at = region_start + 1
 
 
 def _json_values(text: str) -> Iterator[Any]:
-    """Every JSON object or array that starts somewhere in ``text``, leftmost first, non-overlapping."""
-    decoder = json.JSONDecoder()
-    position = 0
-    while position < len(text):
-        starts = [i for i in (text.find("{", position), text.find("[", position)) if i >= 0]
-        if not starts:
-            return
-        start = min(starts)
-        try:
-            value, end = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            position = start + 1
-            continue
-        yield value
-        position = end
+    """Every JSON object or array in ``text`` (outermost, leftmost first), each at most MAX_DEPTH deep."""
+    for start, end in _balanced_spans(text):
+        value = _decode_json(text[start:end])
+        if value is not None:
+            yield value
 
 
-def calls_in_text(text: str) -> list[ToolCall]:
-    """Tool calls written as JSON in generated text, in order."""
+def _calls_in_values(values: Iterable[Any]) -> list[ToolCall]:
     calls: list[ToolCall] = []
-    for value in _json_values(text):
+    for value in values:
         items = value if isinstance(value, list) else [value]
         for item in items:
             call = _as_call(item)
@@ -63,11 +176,112 @@ def calls_in_text(text: str) -> list[ToolCall]:
     return calls
 
 
-def calls_from_message(tool_calls: list[Mapping[str, Any]] | None) -> list[ToolCall]:
-    """Tool calls of a parsed/served assistant message (OpenAI shape)."""
-    return [call for call in (_as_call(entry) for entry in tool_calls or []) if call is not None]
+# ---------------------------------------------------------------------------- named prefixes
+def _span_at(text: str, start: int, limit: int = MAX_CALL_CHARS) -> int | None:
+    """The end of the bracketed region opening at ``text[start]``, looked for within ``limit`` characters."""
+    window = text[start : start + limit]
+    for span_start, span_end in _balanced_spans(window, openers=window[:1], max_passes=1):
+        return start + span_end if span_start == 0 else None
+    return None
 
 
+def _object_after(text: str, position: int) -> Any:
+    """The JSON object starting at ``position`` (None if there is none)."""
+    end = _span_at(text, position)
+    return _decode_json(text[position:end]) if end is not None else None
+
+
+def _prefixed_calls(text: str, pattern: re.Pattern[str]) -> list[ToolCall]:
+    calls = []
+    for match in list(pattern.finditer(text))[:MAX_CALLS]:
+        arguments = _object_after(text, match.end())
+        if isinstance(arguments, Mapping):
+            calls.append((match.group(1), dict(arguments)))
+    return calls
+
+
+# ------------------------------------------------------------------------------ Python style
+def _literal(node: ast.AST) -> Any:
+    return ast.literal_eval(node)
+
+
+def _python_call(node: ast.AST) -> ToolCall | None:
+    if not isinstance(node, ast.Call) or node.args:
+        return None
+    func = node.func
+    if isinstance(func, ast.Attribute) and func.attr == "call" and isinstance(func.value, ast.Name):
+        name = func.value.id  # Llama 3.1 built-in style: ``<|python_tag|>brave_search.call(query=...)``
+    elif isinstance(func, ast.Name):
+        name = func.id
+    else:
+        return None
+    arguments = {}
+    for keyword in node.keywords:
+        if keyword.arg is None:
+            return None
+        arguments[keyword.arg] = _literal(keyword.value)
+    return name, arguments
+
+
+def _python_calls_in(source: str) -> list[ToolCall]:
+    source = source.strip()
+    if not source or len(source) > MAX_CALL_CHARS or _too_deep(source):
+        return []
+    try:
+        tree = ast.parse(source, mode="eval")
+        nodes = tree.body.elts if isinstance(tree.body, (ast.List, ast.Tuple)) else [tree.body]
+        calls = [_python_call(node) for node in nodes]
+    except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
+        return []
+    if not calls or any(call is None for call in calls):
+        return []
+    return [call for call in calls if call is not None]
+
+
+def _python_style_calls(text: str, known: frozenset[str] | None) -> list[ToolCall]:
+    """Calls written as Python: in a fenced block, else as bare ``Name(...)`` (alone or in a list)."""
+    fenced = [match.group(1) for match in _FENCE.finditer(text)]
+    candidates = fenced
+    if not fenced:
+        for match in list(_PY_CALL.finditer(text))[:MAX_CALLS]:
+            name = match.group(1)
+            if known is not None and name.removesuffix(".call") not in known:
+                continue
+            end = _span_at(text, match.end() - 1)
+            if end is not None:
+                candidates.append(text[match.start() : end])
+    calls: list[ToolCall] = []
+    for candidate in candidates:
+        found = _python_calls_in(candidate)
+        if known is not None:
+            found = [call for call in found if call[0] in known]
+        calls.extend(found)
+    return calls
+
+
+# ----------------------------------------------------------------------------------- entry
+def calls_in_text(text: str, tool_names: Iterable[str] | None = None) -> list[ToolCall]:
+    """Tool calls a model wrote as text, in the first syntax that yields any (see the module docstring).
+
+    ``tool_names``, when given, restricts Python-style calls to those names (a sentence such as
+    "print(x)" is no call); JSON calls are taken whatever their name, as the judge decides.
+    """
+    text = (text or "")[:MAX_TEXT_CHARS]
+    known = frozenset(tool_names) if tool_names is not None else None
+    for candidate in (text, html.unescape(text)) if _ESCAPED.search(text) else (text,):
+        calls = _prefixed_calls(candidate, _MISTRAL_ARGS) or _prefixed_calls(candidate, _FUNCTIONS_PREFIX)
+        if not calls:
+            calls = _calls_in_values(_json_values(candidate))
+        if not calls:
+            calls = _prefixed_calls(candidate, _CALL_HEAD)
+        if not calls:
+            calls = _python_style_calls(candidate, known)
+        if calls:
+            return calls
+    return []
+
+
+# --------------------------------------------------------------------------------- rendering
 def _argument(key: str, value: Any) -> str:
     if isinstance(value, str):
         # The paper parser ends a quoted value at the next quote of either kind; pick the quote that

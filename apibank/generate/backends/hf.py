@@ -2,52 +2,106 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 from apibank.generate.backends.base import Backend, Completion
 from apibank.generate.conversation import Conversation
+from apibank.generate.templates import TemplateAdapter, TemplateRefusal
 from apibank.generate.toolcalls import ToolCall, calls_from_message, calls_in_text
 
 
 # ------------------------------------------------------------------------------ HF tokenizer use
+TEMPLATE_MODES = ("auto", "on", "off")
+
+
+def read_chat_template(path: str | os.PathLike[str]) -> str:
+    """A chat template file's text, checked to compile as Jinja (ValueError naming the file if not)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ValueError(f"--chat-template {path}: cannot read it ({error})") from None
+    if not text.strip():
+        raise ValueError(f"--chat-template {path}: the file is empty")
+    try:
+        from transformers.utils.chat_template_utils import _compile_jinja_template
+
+        _compile_jinja_template(text)
+    except ImportError:  # a transformers without this helper: the first render reports errors instead
+        pass
+    except Exception as error:
+        raise ValueError(f"--chat-template {path}: not a valid Jinja template ({error})") from None
+    return text
+
+
 class _HFRendering:
-    """Prompt rendering and tool-call parsing shared by the backends that hold a HF tokenizer."""
+    """Prompt rendering and tool-call parsing shared by the backends that hold a HF tokenizer.
+
+    ``chat_template`` is "auto", "on", "off" (whether the paper format goes through the tokenizer's
+    template) or the path of a Jinja template file that replaces the tokenizer's own (then used for
+    every format). Chat-format conversations are adapted to what the template accepts
+    (:mod:`apibank.generate.templates`); the adaptations made are in :meth:`template_info`.
+    """
 
     tokenizer: Any
-    chat_template: str  # "auto", "on" or "off"
+    chat_template: str  # "auto", "on", "off" or a template file
+
+    def _template_file(self) -> str | None:
+        mode = getattr(self, "chat_template", "auto") or "auto"
+        return None if mode in TEMPLATE_MODES else mode
+
+    def _adapter(self) -> TemplateAdapter:
+        adapter = getattr(self, "_template_adapter", None)
+        if adapter is None:
+            template_file = self._template_file()
+            if template_file is not None:
+                self.tokenizer.chat_template = read_chat_template(template_file)
+            text = getattr(self.tokenizer, "chat_template", None)
+
+            def render_fn(messages, tools):
+                return self.tokenizer.apply_chat_template(
+                    messages, tools=tools, add_generation_prompt=True, tokenize=False
+                )
+
+            adapter = TemplateAdapter(render_fn, text if isinstance(text, str) else None)
+            self._template_adapter = adapter
+        return adapter
 
     def _uses_template(self, conversation: Conversation) -> bool:
+        self._adapter()  # installs a --chat-template file first
         has_template = bool(getattr(self.tokenizer, "chat_template", None))
         if conversation.format == "paper":
+            if self._template_file() is not None:
+                return True
+            if self.chat_template == "on" and not has_template:
+                raise TemplateRefusal(
+                    "--chat-template on: the tokenizer has no chat template; give one with --chat-template FILE"
+                )
             return has_template and self.chat_template != "off"
         if not has_template:
-            raise ValueError(
+            raise TemplateRefusal(
                 f"the {conversation.format!r} format needs a chat template, and this tokenizer has none; "
-                "use --format paper"
+                "give one with --chat-template FILE, or use --format paper"
             )
         return True
 
     def render(self, conversation: Conversation) -> str:
         if not self._uses_template(conversation):
             return conversation.plain_text or ""
-        try:
-            return self.tokenizer.apply_chat_template(
-                conversation.messages, tools=conversation.tools, add_generation_prompt=True, tokenize=False
-            )
-        except Exception as error:  # jinja raises its own errors, e.g. for a role the template rejects
-            if not any(m["role"] == "tool" for m in conversation.messages):
-                raise
-            # Templates without a tool role: show each result as a user turn instead.
-            messages = [
-                {"role": "user", "content": f"API-Response: {m['content']}"} if m["role"] == "tool" else m
-                for m in conversation.messages
-            ]
-            try:
-                return self.tokenizer.apply_chat_template(
-                    messages, tools=conversation.tools, add_generation_prompt=True, tokenize=False
-                )
-            except Exception:
-                raise error
+        return self._adapter().render(
+            conversation.messages, conversation.tools, fmt=conversation.format, row_id=conversation.row_id
+        )
+
+    def template_info(self) -> dict[str, Any]:
+        """The template actually used and every adaptation it needed (for results.json)."""
+        adapter = getattr(self, "_template_adapter", None)
+        return {
+            "chat_template_file": self._template_file(),
+            "chat_template_sha256": adapter.template_sha256 if adapter else None,
+            "template_adaptations": adapter.adaptations if adapter else [],
+        }
 
     def _add_special_tokens(self, conversation: Conversation) -> bool:
         # A chat template writes BOS itself; a plain paper prompt gets the tokenizer's usual tokens.
@@ -59,12 +113,14 @@ class _HFRendering:
         if getattr(self.tokenizer, "response_template", None) is not None:
             try:
                 message = self.tokenizer.parse_response(raw, prefix=prompt, tools=conversation.tools)
+            except Exception:  # a template-specific parser failing on odd output: fall back to the text parsers
+                message = None
+            if isinstance(message, dict):
                 calls = calls_from_message(message.get("tool_calls"))
                 if calls:
                     return calls
-            except Exception:  # a template-specific parser failing on odd output: fall back to JSON scan
-                pass
-        return calls_in_text(raw)
+        names = [tool["function"]["name"] for tool in conversation.tools or []]
+        return calls_in_text(raw, names)
 
 
 def _torch_dtype(dtype: str):

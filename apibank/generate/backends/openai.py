@@ -5,23 +5,94 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
+import sys
+import threading
 import time
 import urllib.error
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from email.utils import parsedate_to_datetime
+from typing import Any, Callable, Sequence
 
 from apibank.generate.backends.base import Backend, Completion, DecodingSettings
 from apibank.generate.conversation import Conversation
+from apibank.generate.templates import ESCALATION, ORDER, Adaptation, adapt, tool_result_text
 from apibank.generate.toolcalls import calls_from_message, calls_in_text
 
 
 # ---------------------------------------------------------------------------- OpenAI-compatible
 class EndpointError(RuntimeError):
-    pass
+    """A request that failed for good; ``refusal`` when the server rejected the request itself."""
+
+    def __init__(self, message: str, *, status: int | None = None, refusal: bool = False) -> None:
+        super().__init__(message)
+        self.status = status
+        self.refusal = refusal
+
+
+class InterruptedBatch(KeyboardInterrupt):
+    """Ctrl-C during a batch: ``completed`` maps positions in the batch to the responses that came back,
+    so that the caller can save them before stopping."""
+
+    def __init__(self, completed: dict[int, Completion]) -> None:
+        super().__init__()
+        self.completed = completed
 
 
 _RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+# A 500 whose text says the request itself is wrong will fail the same way every time
+# (llama-cpp-python answers a schema or chat-template violation with HTTP 500).
+_VALIDATION = re.compile(
+    r"validation|invalid|required|missing|must |alternate|not supported|unsupported|template|"
+    r"KeyError|TypeError|ValueError|AttributeError|IndexError|unexpected keyword",
+    re.IGNORECASE,
+)
+MAX_REPLY_BYTES = 16 * 1024 * 1024  # an answer is a few KB; a bigger reply is a broken endpoint
+MAX_ERROR_CHARS = 20_000  # the server's error text is shown whole up to this size
+MAX_RETRY_AFTER = 60.0  # seconds: a larger Retry-After is capped (it would stall the run)
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds from a ``Retry-After`` header (delta-seconds or an HTTP date), None if unusable."""
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            seconds = parsedate_to_datetime(value).timestamp() - time.time()
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+    if seconds != seconds:  # NaN
+        return None
+    return min(max(0.0, seconds), MAX_RETRY_AFTER)
+
+
+def _error_text(data: bytes) -> str:
+    text = data.decode("utf-8", errors="replace").strip()
+    try:  # an OpenAI-style {"error": {"message": ...}} body: show the message itself
+        body = json.loads(text)
+        error = body.get("error") if isinstance(body, dict) else None
+        message = error.get("message") if isinstance(error, dict) else error if isinstance(error, str) else None
+        if isinstance(message, str) and message:
+            text = message
+    except (ValueError, RecursionError):
+        pass
+    if len(text) > MAX_ERROR_CHARS:
+        text = text[:MAX_ERROR_CHARS] + f"... ({len(text) - MAX_ERROR_CHARS} more characters)"
+    return text
+
+
+def _usage(reply: dict[str, Any]) -> dict[str, int] | None:
+    usage = reply.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    out = {}
+    for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
+        value = usage.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            out[key] = value
+    return out or None
 
 
 class OpenAIBackend(Backend):
@@ -29,8 +100,13 @@ class OpenAIBackend(Backend):
 
     ``base_url`` is the API root (``http://host:8000/v1``); the key comes from ``api_key`` or the
     environment variable named by ``api_key_env`` (default ``OPENAI_API_KEY``; none is sent if unset).
-    Requests of a batch run concurrently (``concurrency`` threads); failed ones are retried with
-    exponential backoff on connection errors and on 408/409/429/5xx, honouring ``Retry-After``.
+    Requests of a batch run concurrently (``concurrency`` threads). Connection errors, timeouts and
+    408/409/429/5xx are retried with exponential backoff, honouring ``Retry-After`` up to
+    :data:`MAX_RETRY_AFTER` seconds, at most ``max_retries`` times and ``retry_budget`` seconds of
+    waiting per request; each retry is said on stderr. A request the server rejects (other 4xx, a
+    500 that names a validation or template error) is not retried: the conversation is adapted once
+    as a chat template would be (:mod:`apibank.generate.templates`), and if the server still refuses,
+    the error shows the server's message whole.
     """
 
     name = "openai"
@@ -46,35 +122,54 @@ class OpenAIBackend(Backend):
         max_retries: int = 5,
         timeout: float = 120.0,
         backoff: float = 1.0,
+        retry_budget: float = 300.0,
         seed: int | None = 0,
         extra_body: dict[str, Any] | None = None,
         tool_results_as_user: bool = False,
+        log: Callable[[str], None] | None = None,
     ) -> None:
+        if not timeout or timeout <= 0:
+            raise ValueError(f"request timeout must be a positive number of seconds, got {timeout!r}")
         self.model_id = model
-        # The chat format's results are ``tool`` messages without a preceding ``tool_calls`` entry;
-        # vLLM and TGI servers accept them, the hosted OpenAI API does not: send them as user turns.
+        # The chat format's results are ``tool`` messages that answer no structured call; vLLM,
+        # TGI and llama-cpp-python accept them, the hosted OpenAI API does not: send them as user turns.
         self.tool_results_as_user = tool_results_as_user
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key if api_key is not None else os.environ.get(api_key_env)
         self.concurrency = max(1, concurrency)
-        self.max_retries = max_retries
-        self.timeout = timeout
+        self.max_retries = max(0, max_retries)
+        self.timeout = float(timeout)
         self.backoff = backoff
+        self.retry_budget = retry_budget
         self.seed = seed
         self.extra_body = dict(extra_body or {})
+        self._log = log or (lambda line: print(line, file=sys.stderr, flush=True))
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._adaptations: dict[str, Adaptation] = {}
 
     def info(self) -> dict[str, Any]:
         return {"backend": self.name, "model_id": self.model_id, "model_revision": None, "dtype": None,
-                "base_url": self.base_url, "concurrency": self.concurrency}
+                "base_url": self.base_url, "concurrency": self.concurrency, "request_timeout": self.timeout}
 
+    def template_info(self) -> dict[str, Any]:
+        adaptations = [self._adaptations[name].as_dict() for name in ORDER if name in self._adaptations]
+        return {"chat_template_file": None, "chat_template_sha256": None, "template_adaptations": adaptations}
+
+    # -- the request
     def wire_messages(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The OpenAI wire form: tool-call arguments travel as JSON strings."""
+        """The OpenAI wire form: tool-call arguments travel as JSON strings; every tool message has a
+        ``tool_call_id``."""
         wired = []
-        for message in messages:
+        answered: set[str] = set()
+        for index, message in enumerate(messages):
             message = dict(message)
-            if self.tool_results_as_user and message["role"] == "tool" and "tool_call_id" not in message:
-                message = {"role": "user", "content": f"API-Response: {message['content']}"}
+            if message["role"] == "tool":
+                message.setdefault("tool_call_id", f"call_{index}")
+                if self.tool_results_as_user and message["tool_call_id"] not in answered:
+                    message = {"role": "user", "content": tool_result_text(message.get("name"), message["content"])}
             if message.get("tool_calls"):
+                answered.update(str(call.get("id")) for call in message["tool_calls"])
                 message["tool_calls"] = [
                     {
                         **call,
@@ -88,27 +183,32 @@ class OpenAIBackend(Backend):
             wired.append(message)
         return wired
 
-    def request_body(self, conversation: Conversation, settings: DecodingSettings) -> dict[str, Any]:
+    def _adapted(self, conversation: Conversation, names: Sequence[str]) -> tuple[list[dict[str, Any]], Any]:
+        return adapt(conversation.messages, conversation.tools, names)
+
+    def request_body(
+        self, conversation: Conversation, settings: DecodingSettings, adaptations: Sequence[str] = ()
+    ) -> dict[str, Any]:
+        messages, tools = self._adapted(conversation, adaptations)
         body: dict[str, Any] = {
             "model": self.model_id,
-            "messages": self.wire_messages(conversation.messages),
+            "messages": self.wire_messages(messages),
             "temperature": 0.0,
             "max_tokens": settings.max_new_tokens,
             "n": 1,
         }
         if self.seed is not None:
             body["seed"] = self.seed
-        if conversation.tools:
-            body["tools"] = conversation.tools
+        if tools:
+            body["tools"] = tools
         if settings.stop:
             body["stop"] = list(settings.stop)[:4]  # the OpenAI API accepts at most four
         body.update(self.extra_body)
         return body
 
     def render(self, conversation: Conversation) -> str:
-        return json.dumps(
-            {"messages": self.wire_messages(conversation.messages), "tools": conversation.tools}, ensure_ascii=False
-        )
+        messages, tools = self._adapted(conversation, tuple(self._adaptations))
+        return json.dumps({"messages": self.wire_messages(messages), "tools": tools}, ensure_ascii=False)
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         headers = {"Content-Type": "application/json"}
@@ -116,42 +216,148 @@ class OpenAIBackend(Backend):
             headers["Authorization"] = f"Bearer {self.api_key}"
         data = json.dumps(body).encode()
         url = f"{self.base_url}/chat/completions"
+        waited = 0.0
+        last_error: str | None = None
         for attempt in range(self.max_retries + 1):
+            if self._stop.is_set():
+                raise KeyboardInterrupt
             request = urllib.request.Request(url, data=data, headers=headers, method="POST")
             try:
                 with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    return json.loads(response.read())
+                    payload = response.read(MAX_REPLY_BYTES + 1)
+                if len(payload) > MAX_REPLY_BYTES:
+                    raise EndpointError(f"{url}: the reply is larger than {MAX_REPLY_BYTES} bytes")
+                try:
+                    reply = json.loads(payload)
+                except (ValueError, RecursionError):
+                    raise EndpointError(f"{url}: the reply is not JSON: {_error_text(payload[:2000])}") from None
+                if not isinstance(reply, dict):
+                    raise EndpointError(f"{url}: the reply is not a JSON object: {_error_text(payload[:2000])}")
+                return reply
             except urllib.error.HTTPError as error:
-                detail = error.read().decode(errors="replace")[:500]
-                if error.code not in _RETRY_STATUS or attempt == self.max_retries:
-                    raise EndpointError(f"{url}: HTTP {error.code}: {detail}") from error
-                delay = _retry_after(error.headers.get("Retry-After")) or self.backoff * 2**attempt
+                detail = _error_text(error.read(MAX_REPLY_BYTES))
+                status = error.code
+                # A refusal of the request itself, which an adapted conversation may pass
+                refusal = status in (400, 422) or (
+                    status == 500 and (bool(_VALIDATION.search(detail)) or detail == last_error)
+                )
+                if refusal or status not in _RETRY_STATUS or attempt == self.max_retries:
+                    raise EndpointError(f"{url}: HTTP {status}: {detail}", status=status, refusal=refusal) from None
+                last_error = detail
+                reason = f"HTTP {status}" + (f" ({detail[:200]})" if detail else "")
+                delay = _retry_after(error.headers.get("Retry-After"))
+                if delay is None:
+                    delay = self.backoff * 2**attempt
             except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
                 if attempt == self.max_retries:
-                    raise EndpointError(f"{url}: {error}") from error
+                    raise EndpointError(f"{url}: {getattr(error, 'reason', error)}") from None
+                reason = f"{getattr(error, 'reason', error)}"
+                if isinstance(error, TimeoutError) or "timed out" in reason:
+                    reason = f"no answer within --request-timeout {self.timeout:g} s"
                 delay = self.backoff * 2**attempt
-            time.sleep(delay * (1 + 0.1 * random.random()))
+            delay = min(delay * (1 + 0.1 * random.random()), MAX_RETRY_AFTER)
+            if waited + delay > self.retry_budget:
+                raise EndpointError(
+                    f"{url}: {reason}; gave up after {attempt + 1} attempts and {waited:.0f} s of waiting "
+                    f"(retry budget {self.retry_budget:g} s)"
+                )
+            self._log(f"apibank: {url}: {reason}; retry {attempt + 1}/{self.max_retries} in {delay:.1f} s")
+            waited += delay
+            if self._stop.wait(delay):
+                raise KeyboardInterrupt
         raise AssertionError("unreachable")
 
+    def _reply(self, conversation: Conversation, settings: DecodingSettings) -> tuple[dict[str, Any], tuple[str, ...]]:
+        """The server's reply, adapting the conversation once per refusal until the server takes it."""
+        names = tuple(self._adaptations)
+        first: EndpointError | None = None
+        previous = None
+        for extra in (None, *[name for name in ESCALATION if name not in names]):
+            candidate = names if extra is None else (*names, extra)
+            body = self.request_body(conversation, settings, candidate)
+            if body["messages"] == previous:
+                continue
+            names, previous = candidate, body["messages"]
+            try:
+                reply = self._post(body)
+            except EndpointError as error:
+                if not error.refusal:
+                    raise
+                first = first or error
+                continue
+            if first is not None:
+                with self._lock:
+                    for name in names:
+                        self._adaptations.setdefault(
+                            name, Adaptation(name, f"row {conversation.row_id}: the server refused: {first}"))
+            return reply, names
+        assert first is not None
+        raise EndpointError(
+            f"row {conversation.row_id}: the server refuses this request even adapted ({', '.join(ORDER)}): {first}",
+            status=first.status, refusal=True,
+        )
+
     def _one(self, conversation: Conversation, settings: DecodingSettings) -> Completion:
-        reply = self._post(self.request_body(conversation, settings))
-        message = reply["choices"][0]["message"]
-        text = message.get("content") or ""
-        calls = calls_from_message(message.get("tool_calls")) if conversation.format == "tools" else None
-        if conversation.format == "tools" and not calls:
-            calls = calls_in_text(text) or None
-        return Completion(text=text, raw=json.dumps(message, ensure_ascii=False), tool_calls=calls,
-                          extra={"usage": reply.get("usage")})
+        started = time.perf_counter()
+        reply, _ = self._reply(conversation, settings)
+        choices = reply.get("choices")
+        message = choices[0].get("message") if isinstance(choices, list) and choices and isinstance(
+            choices[0], dict) else None
+        if not isinstance(message, dict):
+            raise EndpointError(f"{self.base_url}: a reply without choices[0].message: {json.dumps(reply)[:2000]}")
+        text = message.get("content") if isinstance(message.get("content"), str) else ""
+        calls = None
+        if conversation.format == "tools":
+            names = [tool["function"]["name"] for tool in conversation.tools or []]
+            calls = calls_from_message(message.get("tool_calls")) or calls_in_text(text, names) or None
+        extra: dict[str, Any] = {"seconds": round(time.perf_counter() - started, 6)}
+        usage = _usage(reply)
+        if usage is not None:
+            extra["usage"] = usage
+            if "completion_tokens" in usage:
+                extra["new_tokens"] = usage["completion_tokens"]
+        return Completion(text=text, raw=json.dumps(message, ensure_ascii=False), tool_calls=calls, extra=extra)
 
+    # -- a batch
     def generate(self, conversations, prompts, settings):
-        if len(conversations) <= 1 or self.concurrency == 1:
-            return [self._one(c, settings) for c in conversations]
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(conversations))) as pool:
-            return list(pool.map(lambda c: self._one(c, settings), conversations))
+        """One completion per conversation, ``concurrency`` requests at a time, in daemon threads so
+        that Ctrl-C returns at once (:class:`InterruptedBatch` carries the completed responses)."""
+        self._stop.clear()
+        results: dict[int, Completion] = {}
+        failures: dict[int, BaseException] = {}
+        pending = list(range(len(conversations)))
+        pending_lock = threading.Lock()
 
+        def worker() -> None:
+            while not self._stop.is_set():
+                with pending_lock:
+                    if not pending:
+                        return
+                    index = pending.pop(0)
+                try:
+                    results[index] = self._one(conversations[index], settings)
+                except BaseException as error:  # noqa: BLE001 (handed to the caller's thread)
+                    failures[index] = error
+                    if not isinstance(error, KeyboardInterrupt):
+                        self._stop.set()  # a request that failed for good: start no more
+                    return
 
-def _retry_after(value: str | None) -> float | None:
-    try:
-        return max(0.0, float(value)) if value else None
-    except ValueError:
-        return None
+        threads = [threading.Thread(target=worker, daemon=True) for _ in range(min(self.concurrency, len(pending)))]
+        try:
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                while thread.is_alive() and not any(
+                    not isinstance(error, KeyboardInterrupt) for error in failures.values()
+                ):
+                    thread.join(0.1)
+        except KeyboardInterrupt:
+            self._stop.set()
+            raise InterruptedBatch(dict(results)) from None
+        if failures:
+            index = min(failures)
+            error = failures[index]
+            if isinstance(error, KeyboardInterrupt):
+                raise InterruptedBatch(dict(results))
+            raise error
+        return [results[index] for index in range(len(conversations))]

@@ -1,0 +1,134 @@
+"""Mistakes a user makes with ``apibank evaluate``: each ends, before any model loads, in one line on
+stderr saying what is wrong and what to do, exit status 2, no traceback (``--debug`` shows it)."""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+from pathlib import Path
+
+import pytest
+
+from apibank.cli.checks import gguf_chat_template
+from apibank.cli.main import main
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+def _gguf(path: Path, metadata: dict[str, str]) -> Path:
+    """A GGUF header with string metadata and a string-array vocabulary, no tensors."""
+    def string(text: str) -> bytes:
+        data = text.encode()
+        return struct.pack("<Q", len(data)) + data
+
+    items = [string("tokenizer.ggml.tokens") + struct.pack("<IIQ", 9, 8, 3) + b"".join(map(string, "abc"))]
+    items += [string(key) + struct.pack("<I", 8) + string(value) for key, value in metadata.items()]
+    path.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, len(items)) + b"".join(items))
+    return path
+
+
+def _run(capsys, *argv: str) -> tuple[int, str]:
+    status = main(["evaluate", *argv])
+    err = capsys.readouterr().err
+    return status, err
+
+
+@pytest.fixture
+def no_model_load(monkeypatch):
+    """Loading a model is a test failure: every check must come first."""
+    import apibank.generate.backends as backends
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a model was loaded before the arguments were checked")
+
+    monkeypatch.setattr(backends, "make_backend", refuse)
+    monkeypatch.setattr("apibank.pipeline.make_backend", refuse)
+
+
+MISTAKES = {
+    "levels": (["--model", "oracle", "--levels", "4"], r"--levels: unknown level '4'"),
+    "uncached hub id": (["--model", "nobody/no-such-model-xyz"],
+                        r"--model nobody/no-such-model-xyz: no such local file or folder, and not in the local "
+                        r"Hugging Face cache .* offline mode"),
+    "mistyped path": (["--model", "./modles/gemma"], r"--model ./modles/gemma: no such file or folder"),
+    "not a model folder": (["--model", "{empty}"], r"the folder holds no model \(no config.json\)"),
+    "no chat template": (["--model", "{gguf}", "--format", "chat"],
+                         r"--format chat needs a chat template and .* has none; give one with --chat-template FILE"),
+    "broken template file": (["--model", "{gguf}", "--format", "tools", "--chat-template", "{bad}"],
+                             r"not a valid Jinja template"),
+    "no endpoint": (["--model", "m", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1"],
+                    r"--base-url http://127.0.0.1:9/v1: no server answers"),
+    "no base url": (["--model", "m", "--backend", "openai"], r"--backend openai needs --base-url"),
+    "bad timeout": (["--model", "oracle", "--request-timeout", "0"], r"--request-timeout 0.0: give a positive"),
+    "zero limit": (["--model", "oracle", "--limit", "0"], r"--limit 0: must be at least 1"),
+    "output is a file": (["--model", "oracle", "--output", "{gguf}"], r"a file, not a folder"),
+    "no data dir": (["--model", "oracle", "--data-dir", "{tmp}/nowhere"], r"--data-dir .*: no such folder"),
+    "resume mismatch": (["--model", "oracle", "--format", "chat", "--output", "{previous}"],
+                        r"holds predictions with format='paper', but this run has format='chat'; give another "
+                        r"--output, or --overwrite"),
+}
+
+
+@pytest.mark.parametrize("mistake", sorted(MISTAKES))
+def test_mistakes_end_in_one_line_and_status_2_before_loading(mistake, tmp_path, capsys, data_dir, no_model_load):
+    argv, expected = MISTAKES[mistake]
+    previous = tmp_path / "previous"
+    previous.mkdir()
+    (previous / "predictions.jsonl").write_text(json.dumps({"id": "x", "format": "paper", "model": "oracle"}) + "\n")
+    bad = tmp_path / "bad.jinja"
+    bad.write_text("{% for m in messages %}")
+    values = {"tmp": str(tmp_path), "gguf": str(_gguf(tmp_path / "m.gguf", {"general.architecture": "gemma3"})),
+              "bad": str(bad), "previous": str(previous), "empty": str(tmp_path / "empty")}
+    (tmp_path / "empty").mkdir()
+    argv = [arg.format(**values) for arg in argv]
+    if "--data-dir" not in argv:
+        argv += ["--data-dir", str(data_dir)]
+    output = tmp_path / "out"
+    if "--output" not in argv:
+        argv += ["--output", str(output)]
+    status, err = _run(capsys, *argv, "--no-progress")
+    assert status == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("apibank evaluate: error: "), err
+    import re
+
+    assert re.search(expected, lines[0]), lines[0]
+    assert "Traceback" not in err
+    assert not output.exists()  # nothing created
+
+
+def test_debug_shows_the_traceback(capsys, data_dir):
+    from apibank.cli.checks import UsageError
+
+    with pytest.raises(UsageError, match="unknown level"):
+        main(["--debug", "evaluate", "--model", "oracle", "--levels", "4"])
+    with pytest.raises(UsageError, match="unknown level"):
+        main(["evaluate", "--debug", "--model", "oracle", "--levels", "4"])
+
+
+def test_ctrl_c_says_how_to_resume(monkeypatch, tmp_path, capsys, data_dir):
+    def interrupted(model, *, output_dir, **kwargs):
+        Path(output_dir).mkdir(parents=True, exist_ok=True)
+        (Path(output_dir) / "predictions.jsonl").write_text('{"id": "a"}\n{"id": "b"}\n')
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("apibank.pipeline.evaluate", interrupted)
+    output = tmp_path / "out"
+    status = main(["evaluate", "--model", "oracle", "--data-dir", str(data_dir), "--output", str(output)])
+    err = capsys.readouterr().err
+    assert status == 130
+    assert "interrupted; 2 predictions are saved in" in err and "Run the same command again to resume" in err
+    assert "Traceback" not in err
+
+
+def test_gguf_metadata_is_read_without_loading_the_file(tmp_path):
+    template = "{% for m in messages %}{{ m.content }}{% endfor %}"
+    assert gguf_chat_template(_gguf(tmp_path / "a.gguf", {"tokenizer.chat_template": template})) == template
+    assert gguf_chat_template(_gguf(tmp_path / "b.gguf", {"general.name": "x"})) is None
+    truncated = tmp_path / "c.gguf"
+    truncated.write_bytes((tmp_path / "a.gguf").read_bytes()[:40])
+    from apibank.cli.checks import UsageError
+
+    with pytest.raises(UsageError, match="not a readable GGUF file"):
+        gguf_chat_template(truncated)

@@ -1,0 +1,227 @@
+"""The OpenAI-compatible backend against a local server on 127.0.0.1 that validates requests as
+strictly as llama-cpp-python: every tool message needs a ``tool_call_id`` (HTTP 500 with a
+validation message otherwise), and the model's chat template (strict user/assistant alternation, no
+system or tool role) is applied server-side, its refusals answered as HTTP 500. Replies come back
+the way llama-cpp-python's function calling writes them (``functions.NAME:`` + HTML-escaped JSON)
+with a ``usage`` object. Also: errors that cannot succeed on retry, Retry-After, the retry budget,
+the request timeout, and Ctrl-C keeping every completed response."""
+
+from __future__ import annotations
+
+import _thread
+import html
+import http.server
+import json
+import threading
+import time
+from pathlib import Path
+
+import jinja2
+import pytest
+
+from apibank.generate import DecodingSettings, OpenAIBackend, build_conversation, generate_predictions
+from apibank.generate.backends import EndpointError
+from apibank.generate.backends.openai import MAX_RETRY_AFTER, _retry_after
+from apibank.generate.predictions import read_predictions
+from apibank.pipeline import load_rows
+
+TEMPLATE = (Path(__file__).parent / "templates" / "strict_alternation.jinja").read_text()
+SETTINGS = DecodingSettings(max_new_tokens=16)
+
+
+def _raise(message):
+    raise jinja2.TemplateError(message)
+
+
+class StrictServer:
+    """``POST /v1/chat/completions``; ``mode`` picks a failure to play instead of answering."""
+
+    def __init__(self, mode: str = "ok", slow_after: int | None = None):
+        self.mode, self.slow_after = mode, slow_after
+        self.requests: list[dict] = []
+        self.lock = threading.Lock()
+        env = jinja2.Environment()
+        env.globals["raise_exception"] = _raise
+        self.template = env.from_string(TEMPLATE)
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _send(self, status, payload, headers=()):
+                data = json.dumps(payload).encode() if not isinstance(payload, bytes) else payload
+                self.send_response(status)
+                for key, value in headers:
+                    self.send_header(key, value)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with server.lock:
+                    server.requests.append(body)
+                    number = len(server.requests)
+                status, payload, headers = server.answer(body, number)
+                if status is None:
+                    time.sleep(payload)
+                    return
+                try:
+                    self._send(status, payload, headers)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def validate(self, body: dict) -> str | None:
+        for index, message in enumerate(body["messages"]):
+            if message.get("role") == "tool" and "tool_call_id" not in message:
+                return (f"1 validation error for CreateChatCompletionRequest\nmessages.{index}.tool_call_id\n"
+                        "  Field required [type=missing]")
+        try:
+            self.template.render(messages=body["messages"], add_generation_prompt=True, bos_token="<bos>")
+        except jinja2.TemplateError as error:
+            return f"jinja2.exceptions.TemplateError: {error}"
+        return None
+
+    def answer(self, body: dict, number: int):
+        if self.mode == "busy":
+            return 503, {"error": {"message": "server busy"}}, [("Retry-After", "1e9")]
+        if self.mode == "unauthorised":
+            return 401, {"error": {"message": "invalid api key " + "x" * 900 + " END"}}, []
+        if self.mode == "hang" or (self.slow_after is not None and number > self.slow_after):
+            return None, 30, []
+        problem = self.validate(body)
+        if problem:
+            return 500, {"error": {"message": problem}}, []
+        if body.get("tools"):
+            name = body["tools"][0]["function"]["name"]
+            content = f"functions.{name}:\n" + html.escape(json.dumps({"user_name": "John"}))
+        else:
+            content = "API-Request: [GetToday()]"
+        reply = {"id": "x", "object": "chat.completion", "model": body["model"],
+                 "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                              "finish_reason": "stop"}],
+                 "usage": {"prompt_tokens": 100 + number, "completion_tokens": 7, "total_tokens": 107 + number}}
+        return 200, reply, []
+
+    def __enter__(self):
+        self.thread.start()
+        host, port = self.httpd.server_address
+        self.base_url = f"http://{host}:{port}/v1"
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def rows(data_dir):
+    rows = load_rows(None, data_dir, limit=2)
+    assert any(any(t["role"] == "API" for t in r["history"]) for r in rows)
+    return rows
+
+
+@pytest.mark.parametrize("fmt", ["chat", "tools"])
+def test_strict_server_accepts_every_request_after_one_adaptation(rows, fmt, capsys):
+    with StrictServer() as server:
+        backend = OpenAIBackend("gemma", base_url=server.base_url, api_key="k", concurrency=1)
+        records = generate_predictions(rows, backend, fmt=fmt, settings=SETTINGS, batch_size=4, progress=False)
+    for request in server.requests:
+        assert all("tool_call_id" in m for m in request["messages"] if m["role"] == "tool")
+    accepted = [r for r in server.requests if server.validate(r) is None]
+    assert len(accepted) == len(rows)  # every row answered
+    refused = len(server.requests) - len(accepted)
+    adaptations = [a["name"] for a in backend.template_info()["template_adaptations"]]
+    assert adaptations and refused <= len(adaptations)  # refusals only while adapting, once per run
+    assert {"system-in-first-user", "tool-results-as-user", "merge-consecutive"} <= set(adaptations)
+    assert all("the server refused" in a["reason"] for a in backend.template_info()["template_adaptations"])
+    if fmt == "tools":
+        assert {r["prediction"] for r in records} == {
+            f"API-Request: [{row['tools'][0]['name']}(user_name='John')]" for row in rows}
+    else:
+        assert {r["prediction"] for r in records} == {"API-Request: [GetToday()]"}
+    assert "retry" not in capsys.readouterr().err  # refusals are not retried
+
+
+def test_usage_and_seconds_reach_the_completion(rows):
+    conversation = build_conversation(rows[0], "paper")
+    with StrictServer() as server:
+        backend = OpenAIBackend("gemma", base_url=server.base_url, api_key="k")
+        (completion,) = backend.generate([conversation], [backend.render(conversation)], SETTINGS)
+    assert completion.extra["usage"] == {"prompt_tokens": 101, "completion_tokens": 7, "total_tokens": 108}
+    assert completion.extra["new_tokens"] == 7 and completion.extra["seconds"] > 0
+
+
+def test_client_error_is_not_retried_and_shown_whole(rows, capsys):
+    conversation = build_conversation(rows[0], "chat")
+    with StrictServer("unauthorised") as server:
+        backend = OpenAIBackend("gemma", base_url=server.base_url, api_key="k", backoff=0.01)
+        with pytest.raises(EndpointError, match=r"HTTP 401: invalid api key x+ END$"):
+            backend.generate([conversation], ["x"], SETTINGS)
+        assert len(server.requests) == 1
+    assert capsys.readouterr().err == ""
+
+
+def test_validation_500_is_not_retried_and_names_the_row(rows):
+    """A template that no adaptation satisfies: the server's own message, whole, after one try per adaptation."""
+    conversation = build_conversation(rows[0], "chat")
+    conversation.messages.append({"role": "tool", "content": "x", "name": "T"})  # a tool turn the server rejects
+    with StrictServer() as server:
+        server.validate = lambda body: "Conversation roles must alternate user/assistant/user/assistant/..."
+        backend = OpenAIBackend("gemma", base_url=server.base_url, api_key="k", backoff=0.01, max_retries=5)
+        with pytest.raises(EndpointError, match=rf"row {conversation.row_id}: .*HTTP 500: Conversation roles must"):
+            backend.generate([conversation], ["x"], SETTINGS)
+        assert len(server.requests) <= 6  # the request and one per adaptation that changes it, no retries
+
+
+def test_retry_after_is_capped_and_the_retry_budget_ends_the_wait(rows):
+    assert _retry_after("1e9") == MAX_RETRY_AFTER
+    assert _retry_after("nan") is None and _retry_after("soon") is None and _retry_after("-5") == 0.0
+    assert _retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
+    conversation = build_conversation(rows[0], "chat")
+    said: list[str] = []
+    with StrictServer("busy") as server:
+        backend = OpenAIBackend("gemma", base_url=server.base_url, api_key="k", max_retries=100, retry_budget=0.0,
+                                log=said.append)
+        started = time.perf_counter()
+        with pytest.raises(EndpointError, match=r"HTTP 503 \(server busy\); gave up after 1 attempts.*retry budget"):
+            backend.generate([conversation], ["x"], SETTINGS)
+        assert time.perf_counter() - started < 5
+        assert len(server.requests) == 1 and said == []
+
+
+def test_request_timeout_retries_are_said_on_stderr(rows):
+    conversation = build_conversation(rows[0], "chat")
+    said: list[str] = []
+    with StrictServer("hang") as server:
+        backend = OpenAIBackend("gemma", base_url=server.base_url, api_key="k", timeout=0.3, backoff=0.01,
+                                max_retries=2, log=said.append)
+        with pytest.raises(EndpointError, match="timed out"):
+            backend.generate([conversation], ["x"], SETTINGS)
+        assert len(server.requests) == 3
+    assert len(said) == 2 and all("no answer within --request-timeout 0.3 s; retry" in line for line in said)
+    assert said[0].endswith("retry 1/2 in 0.0 s")
+
+
+def test_ctrl_c_saves_every_completed_response(rows, tmp_path):
+    """Two requests answer, the others hang: Ctrl-C returns at once and the two answers are saved."""
+    output = tmp_path / "predictions.jsonl"
+    with StrictServer(slow_after=2) as server:
+        backend = OpenAIBackend("gemma", base_url=server.base_url, api_key="k", concurrency=4)
+        timer = threading.Timer(1.5, _thread.interrupt_main)
+        started = time.perf_counter()
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            generate_predictions(rows[:4], backend, fmt="paper", settings=SETTINGS, batch_size=4,
+                                 output_path=output, progress=False)
+        elapsed = time.perf_counter() - started
+        timer.cancel()
+    assert elapsed < 5
+    saved = read_predictions(output)
+    assert len(saved) == 2 and {r["prediction"] for r in saved} == {"API-Request: [GetToday()]"}
