@@ -198,10 +198,10 @@ TEMPLATE_MODES = ("auto", "on", "off")
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    repo = push_target(args)
     fmt = args.fmt or ("paper" if args.model == "oracle" else "chat")
     output = Path(args.output) if args.output else default_output(args.model, fmt)
     kept = check_arguments(args, fmt, output)
+    repo = push_target(args)
     if kept:
         print(f"apibank evaluate: resuming: {kept} predictions in {output / 'predictions.jsonl'} are kept",
               file=sys.stderr)
