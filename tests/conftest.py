@@ -67,3 +67,11 @@ def data_dir() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.fail(f"the upstream data copy is missing at {SHARED_DATA}")
     return SHARED_DATA
+
+
+@pytest.fixture
+def fresh_inspect_display(monkeypatch):
+    """inspect-ai keeps one display object per process, bound to the output of the test that made it."""
+    from inspect_ai._display.core import active
+
+    monkeypatch.setattr(active, "_active_display", None)

@@ -53,7 +53,7 @@ def test_completion_is_cut_where_the_next_turn_begins():
     assert prediction_text(None) == ""
 
 
-def test_inspect_eval_command_with_mockllm_prints_both_protocols(data_dir, tmp_path, capsys):
+def test_inspect_eval_command_with_mockllm_prints_both_protocols(data_dir, tmp_path, capsys, fresh_inspect_display):
     from inspect_ai._cli.main import inspect
 
     with pytest.raises(SystemExit) as done:
