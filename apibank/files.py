@@ -37,11 +37,38 @@ def atomic_writer(path: str | os.PathLike[str], *, encoding: str = "utf-8") -> I
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(handle.name, path)
+        _publish(handle.name, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(handle.name)
         raise
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """A temporary path beside ``path`` for writers that want a file name (plots, Parquet); it replaces
+    ``path`` only when the block completes."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix or ".tmp")
+    os.close(descriptor)
+    try:
+        yield Path(name)
+        _publish(name, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+        raise
+
+
+def _publish(temporary: str, path: Path) -> None:
+    # Temporary files are created 0600; the result gets the target's mode, or the usual 0644.
+    try:
+        mode = path.stat().st_mode & 0o777
+    except OSError:
+        mode = 0o644
+    os.chmod(temporary, mode)
+    os.replace(temporary, path)
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:

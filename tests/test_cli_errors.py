@@ -91,8 +91,6 @@ def test_mistakes_end_in_one_line_and_status_2_before_loading(mistake, tmp_path,
     assert status == 2, err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("apibank evaluate: error: "), err
-    import re
-
     assert re.search(expected, lines[0]), lines[0]
     assert "Traceback" not in err
     assert not output.exists()  # nothing created

@@ -25,7 +25,11 @@ from apibank_tools.registry import toolset
 from apibank_tools.text import space_before_capitals
 
 from apibank.agent.episodes import SEARCHER, Episode, GoldCall
-from apibank.agent.judge import generates_random_values, random_substitutions, substitute
+from apibank.agent.judge import (
+    generates_random_values,
+    random_substitutions,
+    substitute,
+)
 
 
 @dataclass

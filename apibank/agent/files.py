@@ -4,9 +4,10 @@ leaderboard variant files (``.eval_results/api-bank-agentic.yaml``, one entry pe
 from __future__ import annotations
 
 import datetime as _dt
-import json
 from pathlib import Path
 from typing import Any, Mapping
+
+from apibank.files import atomic_write_text, dumps_strict
 
 AGENTIC_EVAL_RESULTS_FILE = ".eval_results/api-bank-agentic.yaml"
 DEFAULT_DATASET_ID = "apibank/API-Bank"
@@ -96,11 +97,11 @@ def write_outputs(results: Mapping[str, Any], output: Path) -> dict[str, Path]:
         "report": output / "report.md",
         "eval_results": output / "leaderboard" / "model" / AGENTIC_EVAL_RESULTS_FILE,
     }
-    paths["results"].write_text(json.dumps(results, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
-    paths["report"].write_text(report_markdown(results), encoding="utf-8")
+    atomic_write_text(paths["results"], dumps_strict(results, indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(paths["report"], report_markdown(results))
     paths["eval_results"].parent.mkdir(parents=True, exist_ok=True)
-    paths["eval_results"].write_text(
+    atomic_write_text(
+        paths["eval_results"],
         yaml.safe_dump(eval_result_entries_to_yaml(leaderboard_entries(results)), sort_keys=False, allow_unicode=True),
-        encoding="utf-8",
     )
     return paths

@@ -35,6 +35,7 @@ from apibank.data.rows import (
     training_files,
 )
 from apibank.data.upstream import UpstreamDataError, fetch, manifest, resolve_data_dir
+from apibank.files import atomic_write_text
 
 PARQUET_NAME = "{split}-00000-of-00001.parquet"
 EVAL_YAML_FILE = "eval.yaml"
@@ -140,7 +141,7 @@ def export_repository(
     infos.to_dataset_card_data(card.data)
     if notes:
         card.text = "\n".join(f"> **Export note.** {note}\n" for note in notes) + "\n" + card.text
-    (out / "README.md").write_text(str(card), encoding="utf-8")
+    atomic_write_text(out / "README.md", str(card))
     write_eval_yaml_file(out)
     (out / LICENSE_FILE).write_bytes(fetch(LICENSE_FILE, data_dir).read_bytes())
     return report
@@ -150,7 +151,7 @@ def write_eval_yaml_file(out: Path) -> Path:
     from apibank.hub.leaderboard import dump_yaml, eval_yaml
 
     path = out / EVAL_YAML_FILE
-    path.write_text(dump_yaml(eval_yaml()), encoding="utf-8")
+    atomic_write_text(path, dump_yaml(eval_yaml()))
     return path
 
 

@@ -19,6 +19,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Mapping
 
+from apibank.files import atomic_write_text
 from apibank.hub.ids import check_repo_id
 
 DETAILS_DIR = "details-dataset"
@@ -157,7 +158,7 @@ def write_details_dataset(output_dir: str | os.PathLike[str], dataset_id: str) -
                            tags=["api-bank", "evaluation", "tool-use"])
     configs.to_dataset_card_data(data)
     card = DatasetCard(f"---\n{data.to_yaml()}\n---\n\n{details_card(results, dataset_id, list(rows))}")
-    (folder / "README.md").write_text(str(card), encoding="utf-8")
+    atomic_write_text(folder / "README.md", str(card))
     shutil.copyfile(output_dir / RESULTS_FILE, folder / RESULTS_FILE)
     return folder
 
@@ -199,7 +200,13 @@ def publish(
     """
     from huggingface_hub import HfApi
 
-    from apibank.hub.leaderboard import ResultSource, SubsetRun, push_to_hub, subset_reason, write_leaderboard_files
+    from apibank.hub.leaderboard import (
+        ResultSource,
+        SubsetRun,
+        push_to_hub,
+        subset_reason,
+        write_leaderboard_files,
+    )
     from apibank.pipeline import LEADERBOARD_DIR, RESULTS_FILE
 
     check_repo_id(model_repo, "the model repository")

@@ -31,6 +31,7 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
+from apibank.files import atomic_write_text
 from apibank.report.table import LEVELS, PROTOCOL_ORDER
 
 EVAL_RESULTS_DIR = ".eval_results"
@@ -299,7 +300,7 @@ def dump_yaml(data: Any) -> str:
 def write_eval_yaml(output_dir: str | os.PathLike[str]) -> Path:
     path = Path(output_dir) / "dataset" / "eval.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(dump_yaml(eval_yaml()), encoding="utf-8")
+    atomic_write_text(path, dump_yaml(eval_yaml()))
     return path
 
 
@@ -338,11 +339,11 @@ def write_leaderboard_files(
             results, dataset_id=dataset_id, protocol=protocol, dataset_revision=dataset_revision, source=source
         )
         path = model_dir / variant_file(protocol, fmt)
-        path.write_text(dump_yaml(eval_result_entries_to_yaml(entries)), encoding="utf-8")
+        atomic_write_text(path, dump_yaml(eval_result_entries_to_yaml(entries)))
         paths[f"eval_results:{protocol}"] = path
     index = model_index_results(results, dataset_id=dataset_id, dataset_revision=dataset_revision, source=source)
     paths["model_card"] = model_dir / "README.md"
-    paths["model_card"].write_text(model_card_text(results, index), encoding="utf-8")
+    atomic_write_text(paths["model_card"], model_card_text(results, index))
     return paths
 
 

@@ -67,7 +67,6 @@ matching the original's fixed denominator).
 from __future__ import annotations
 
 import copy
-import json
 import math
 import os
 from collections import Counter, defaultdict
@@ -83,7 +82,7 @@ from apibank.judge.judging import MAX_PREDICTION_CHARS, SEARCHER, Judge, Verdict
 from apibank.judge.worker import (
     DEFAULT_MEMORY_MB, Overrun, RunStats, Step, check_timeout, fresh_locks, fresh_module_locks, run_steps,
 )
-from apibank.judge.references import REFERENCE_VERSION, ReferenceError, parse_references
+from apibank.judge.references import ReferenceError, parse_references
 from apibank.judge.rouge import EmptyText, needs_deep_recursion, rouge_l, rouge_score_l
 
 PROTOCOLS = {
