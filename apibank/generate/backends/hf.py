@@ -83,6 +83,16 @@ def _torch_dtype(dtype: str):
 
 
 # ------------------------------------------------------------------------------- transformers
+def template_sha256(tokenizer) -> str | None:
+    """SHA-256 of the chat template the tokenizer renders with (None without one)."""
+    import hashlib
+
+    template = getattr(tokenizer, "chat_template", None)
+    if isinstance(template, dict):  # named templates: hash them all, in name order
+        template = "\n".join(f"{name}\n{text}" for name, text in sorted(template.items()))
+    return hashlib.sha256(template.encode()).hexdigest() if isinstance(template, str) and template else None
+
+
 def available_cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -156,6 +166,7 @@ class TransformersBackend(_HFRendering, Backend):
             "dtype": str(self.model.dtype).removeprefix("torch."),
             "device": str(self.model.device),
             "chat_template": self.chat_template,
+            "chat_template_sha256": template_sha256(self.tokenizer),
             "torch_threads": torch.get_num_threads(),
         }
 
