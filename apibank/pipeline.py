@@ -2,10 +2,13 @@
 
 Output folder layout (``evaluate``):
 
-* ``predictions.jsonl``: one line per row (id, prediction, exact prompt, raw output, format, decoding, model);
+* ``predictions.jsonl``: one line per row (id, prediction, exact prompt, raw output, format, decoding, model,
+  and usage: prompt_tokens, generated_tokens, seconds);
 * ``details.jsonl``: the metric's per-sample verdicts (both protocols);
 * ``results.json``: scores, counts, revisions, protocol descriptions, model, backend, dtype, batch size,
-  decoding settings, package version;
+  decoding settings, ``subset`` (a ``--limit`` run or a partial file), ``usage`` (prompt_tokens,
+  generated_tokens, seconds, samples/s, cost with a price), ``versions`` (apibank, transformers, torch,
+  vLLM), the chat template's SHA-256 under ``model``;
 * ``report.md`` with PNG plots;
 * ``leaderboard/``: ``model/README.md`` (model-index), ``model/.eval_results/api-bank.yaml`` and
   ``dataset/eval.yaml``.

@@ -12,7 +12,7 @@ import apibank_cli
 from apibank.generate import DecodingSettings, TransformersBackend, build_conversation, generate_predictions
 from apibank.generate.backends.base import first_stop
 from apibank.generate.backends.decoding import GreedyDecoder, hand_loop
-from apibank.generate.runner import PAPER_STOPS, cut_at_stop, generation_order, sized_settings, token_budgets
+from apibank.generate.runner import LINE_STOPS, PAPER_STOPS, cut_at_stop, generation_order, sized_settings, token_budgets
 from apibank.generate.tiny import build_tiny_model
 from apibank.pipeline import load_rows, parse_price, usage_totals
 
@@ -57,6 +57,21 @@ def test_stop_rule(text, expected):
     assert cut_at_stop(text, PAPER_STOPS) == expected
 
 
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("API-Request: [GetToday()]\n\nAPI descriptions:", "API-Request: [GetToday()]"),
+        ("AI: Sure.\nUser: thanks", "AI: Sure."),
+        ("AI:\nSure.\nUser: thanks", "AI:\nSure."),  # never cut to a bare turn label
+        ("\n\nAI: Sure.\n", "\n\nAI: Sure."),
+        ("User: User's utterance\n\nExpected output:", "User: User's utterance"),
+    ],
+)
+def test_line_stop_of_plain_text_paper_prompts(text, expected):
+    """No gold answer of any level spans two lines; a plain-text transcript ends an answer at its line's end."""
+    assert cut_at_stop(text, LINE_STOPS) == expected
+
+
 def test_decoder_stops_each_row_on_its_generated_text(tiny_backend, level_rows):
     """Stop strings seen only in the generated ids: the decoder asks after every token, the row ends at once,
     and the other rows of the batch go on."""
@@ -83,8 +98,8 @@ def test_budgets_sized_from_gold_answers(tiny_backend, level_rows):
         level, kind = key.split("/")
         golds = [r["expected_output"] for r in level_rows if f"level-{r['level']}" == level and r["kind"] == kind]
         assert value == max(tiny_backend.token_counts(golds)) + 16
-    settings = sized_settings(tiny_backend, level_rows, "paper")
-    assert settings.stop == PAPER_STOPS and settings.max_new_tokens == max(budgets.values())
+    settings = sized_settings(tiny_backend, level_rows, "paper")  # plain-text paper prompts: one line per turn
+    assert settings.stop == LINE_STOPS and settings.max_new_tokens == max(budgets.values())
     assert settings.max_tokens_for(1, "api") == budgets["level-1/api"]
     capped = sized_settings(tiny_backend, level_rows, "paper", max_new_tokens=7)
     assert capped.max_tokens_for(3, "response") == 7

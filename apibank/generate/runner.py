@@ -15,11 +15,29 @@ from apibank.generate.toolcalls import call_text
 
 # Where a paper-format answer ends: the next turn of the transcript the model would go on writing.
 PAPER_STOPS = ("\nUser:", "\nAI:", "\nAPI:", "\nGenerate API Request", "\nGenerate AI Response")
+# A paper prompt sent as plain text is a transcript with one turn per line, and every gold answer of
+# every level is one line: the answer ends at the end of its line. (A base model that goes on writes
+# the instruction's sections again, "\n\nAPI descriptions:...", which no turn label stops.)
+LINE_STOPS = ("\n",)
 
 
-def default_stops(fmt: str) -> tuple[str, ...]:
-    """Chat formats end at the template's end-of-turn token (EOS); the paper format needs strings."""
-    return PAPER_STOPS if fmt == "paper" else ()
+def default_stops(fmt: str, plain_text: bool = False) -> tuple[str, ...]:
+    """Chat formats end at the template's end-of-turn token (EOS); the paper format needs strings: the
+    end of the line when the prompt is plain text, the next turn's label inside a chat template."""
+    if fmt != "paper":
+        return ()
+    return LINE_STOPS if plain_text else PAPER_STOPS
+
+
+def renders_plain_text(backend: Backend, rows: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether ``backend`` sends the paper prompt as plain text (no chat template around it)."""
+    if not rows:
+        return False
+    conversation = build_conversation(rows[0], "paper")
+    try:
+        return backend.render(conversation) == conversation.plain_text
+    except Exception:
+        return False
 
 
 def cut_at_stop(text: str, stops: Iterable[str]) -> str:
@@ -57,8 +75,9 @@ def sized_settings(
     """Decoding settings whose per-kind budgets come from the gold answers of ``rows``, capped by ``max_new_tokens``."""
     budgets = token_budgets(backend, rows)
     cap = max_new_tokens if max_new_tokens is not None else max((value for _, value in budgets), default=256)
-    return DecodingSettings(max_new_tokens=cap, stop=tuple(stop) if stop is not None else default_stops(fmt),
-                            budgets=budgets)
+    if stop is None:
+        stop = default_stops(fmt, plain_text=fmt == "paper" and renders_plain_text(backend, rows))
+    return DecodingSettings(max_new_tokens=cap, stop=tuple(stop), budgets=budgets)
 
 
 def dialogue_of(row_id: str) -> str:
@@ -93,7 +112,10 @@ def usage_of(completion: Completion, seconds_share: float) -> dict[str, Any]:
     if generated is None:
         generated = served.get("completion_tokens")
     seconds = completion.seconds if completion.seconds is not None else seconds_share
-    return {"prompt_tokens": prompt, "generated_tokens": generated, "seconds": round(seconds, 4)}
+    usage = {"prompt_tokens": prompt, "generated_tokens": generated, "seconds": round(seconds, 4)}
+    if completion.extra.get("finish_reason"):  # eos, stop or length: why the answer ended
+        usage["finish_reason"] = completion.extra["finish_reason"]
+    return usage
 
 
 def model_label(backend: Backend) -> str:

@@ -11,14 +11,30 @@ from apibank.generate.conversation import Conversation
 from apibank.generate.toolcalls import ToolCall
 
 
+# Turn labels an answer may open with in the paper format's transcript ("AI: Sure, ...").
+TURN_LABELS = ("User:", "AI:", "API:")
+
+
+def answer_start(text: str) -> int:
+    """Where an answer's content begins: after leading whitespace and an opening turn label (and the
+    whitespace after it). Stop strings are looked for from here on."""
+    start = len(text) - len(text.lstrip())
+    for label in TURN_LABELS:
+        if text.startswith(label, start):
+            rest = text[start + len(label) :]
+            return start + len(label) + len(rest) - len(rest.lstrip())
+    return start
+
+
 def first_stop(text: str, stops: Iterable[str]) -> int | None:
     """Where the answer ``text`` (generated text only, never the prompt) ends at a stop string, or None.
 
-    A stop is looked for after the answer's leading whitespace: a paper-format answer that starts
-    ``\\nAI: ...`` begins with its turn label rather than ending before it. Every backend applies
-    this same rule (transformers while decoding, vLLM and endpoints after the fact), so they agree.
+    A stop is looked for after the answer's leading whitespace and opening turn label
+    (:func:`answer_start`): a paper-format answer ``AI: ...`` or ``\\nAI: ...`` begins with its label
+    rather than ending before it. Every backend applies this same rule (transformers while decoding,
+    vLLM and endpoints after the fact), so they agree.
     """
-    start = len(text) - len(text.lstrip())
+    start = answer_start(text)
     cut = None
     for stop in stops:
         if not stop:

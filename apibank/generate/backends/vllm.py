@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from apibank.generate.backends.base import Backend, Completion
+from apibank.generate.backends.base import Backend, Completion, answer_start
 from apibank.generate.backends.hf import _HFRendering, template_sha256
 
 
@@ -85,12 +85,12 @@ class VLLMBackend(_HFRendering, Backend):
         budgets = [settings.max_tokens_for(c.level, c.kind) for c in conversations]
         stops = list(settings.stop) or None
         outputs = list(self.llm.generate(inputs, [self._params(b, stops) for b in budgets], use_tqdm=False))
-        # vLLM also stops at a stop string inside the answer's leading whitespace (an answer starting
-        # "\nAI:"); the shared rule does not, so such rows run again without stop strings and the
-        # runner cuts them like every other backend's text.
+        # vLLM also stops at a stop string inside the answer's leading whitespace or right after its
+        # opening turn label ("\nAI:", "AI:\n"); the shared rule does not, so such rows run again
+        # without stop strings and the runner cuts them like every other backend's text.
         again = [i for i, output in enumerate(outputs)
                  if stops and getattr(output.outputs[0], "finish_reason", None) == "stop"
-                 and not output.outputs[0].text.strip()]
+                 and answer_start(output.outputs[0].text) == len(output.outputs[0].text)]
         if again:
             redone = self.llm.generate([inputs[i] for i in again], [self._params(budgets[i], None) for i in again],
                                        use_tqdm=False)
