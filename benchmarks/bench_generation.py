@@ -74,6 +74,11 @@ def main() -> None:
         order = generation_order(conversations, prompts)
         generate_predictions(rows[:2], backend, fmt=args.fmt, settings=settings, batch_size=2, progress=False)  # warm-up
 
+        print(f"model: {model}; loaded in {load_seconds:.1f} s; format {args.fmt}; {len(rows)} rows of {args.level}, "
+              f"{sum(len(p) for p in prompt_ids) / len(rows):.0f} prompt tokens on average; stops {list(settings.stop)}; "
+              f"budgets {dict(settings.budgets)}; device {args.device}; torch threads {torch.get_num_threads()}")
+        print(f"{'batch':>5}  {'package s':>9}  {'samples/s':>9}  {'tokens/s':>8}  |  {'hand loop s':>11}  "
+              f"{'samples/s':>9}  {'tokens/s':>8}  |  {'ratio':>6}", flush=True)
         results = {}
         for batch_size in args.batch_sizes:
             backend.decoder._kept = None  # no prefix carried over from the previous measurement
@@ -88,28 +93,25 @@ def main() -> None:
                 steps = max(1, max(generated[rows[i]["id"]] for i in chunk))
                 hand_loop(backend.model, [prompt_ids[i] for i in chunk], steps, backend.tokenizer.pad_token_id)
             floor = time.perf_counter() - start
-            results[batch_size] = (ours, floor, sum(generated.values()), records)
+            tokens = sum(generated.values())
+            results[batch_size] = (ours, floor, tokens, records)
+            print(f"{batch_size:>5}  {ours:>9.2f}  {len(rows) / ours:>9.3f}  {tokens / ours:>8.2f}  |  {floor:>11.2f}  "
+                  f"{len(rows) / floor:>9.3f}  {tokens / floor:>8.2f}  |  {floor / ours:>5.2f}x", flush=True)
 
-    same = all([r["raw_output"] for r in results[b][3]] == [r["raw_output"] for r in results[args.batch_sizes[0]][3]]
-                for b in args.batch_sizes)
-    cut = sum(1 for r in results[args.batch_sizes[0]][3] if r["prediction"].strip() in {"AI:", "API:", "User:", ""})
-    prompt_tokens = sum(len(p) for p in prompt_ids)
-    print(f"model: {model}; loaded in {load_seconds:.1f} s; format {args.fmt}; {len(rows)} rows of {args.level}, "
-          f"{prompt_tokens / len(rows):.0f} prompt tokens on average; budgets {dict(settings.budgets)}; "
-          f"device {args.device}; torch threads {torch.get_num_threads()}")
-    print(f"{'batch':>5}  {'package s':>9}  {'samples/s':>9}  {'tokens/s':>8}  |  {'hand loop s':>11}  "
-          f"{'samples/s':>9}  {'tokens/s':>8}  |  {'ratio':>6}")
-    for batch_size in args.batch_sizes:
-        ours, floor, tokens, _ = results[batch_size]
-        print(f"{batch_size:>5}  {ours:>9.2f}  {len(rows) / ours:>9.3f}  {tokens / ours:>8.2f}  |  {floor:>11.2f}  "
-              f"{len(rows) / floor:>9.3f}  {tokens / floor:>8.2f}  |  {floor / ours:>5.2f}x")
+    first_outputs = [r["raw_output"] for r in results[args.batch_sizes[0]][3]]
+    same = all([r["raw_output"] for r in results[b][3]] == first_outputs for b in args.batch_sizes)
+    records = results[args.batch_sizes[0]][3]
+    bare = sum(1 for r in records if r["prediction"].strip() in {"", "AI:", "API:", "User:"})
+    finish = {}
+    for r in records:
+        finish[r.get("finish_reason")] = finish.get(r.get("finish_reason"), 0) + 1
     best = min(args.batch_sizes, key=lambda b: results[b][0])
+    tokens = results[best][2]
     per_row = results[best][0] / len(rows)
-    print(f"generated tokens: {results[best][2]} ({results[best][2] / len(rows):.1f} per row); greedy outputs identical "
-          f"across batch sizes: {same}; answers cut to a bare turn label or empty: {cut}")
+    print(f"generated tokens: {tokens} ({tokens / len(rows):.1f} per row); finish reasons {finish}; greedy outputs "
+          f"identical across batch sizes: {same}; answers cut to a bare turn label or empty: {bare}")
     print(f"extrapolated to all {len(level_rows)} rows of {args.level} at batch {best}: "
           f"{per_row * len(level_rows) / 60:.1f} min (from {len(rows)} measured rows)")
-
 
 if __name__ == "__main__":
     main()

@@ -65,6 +65,8 @@ def test_stop_rule(text, expected):
         ("AI:\nSure.\nUser: thanks", "AI:\nSure."),  # never cut to a bare turn label
         ("\n\nAI: Sure.\n", "\n\nAI: Sure."),
         ("User: User's utterance\n\nExpected output:", "User: User's utterance"),
+        ("API-Request: [ToolSearcher(keywords='QueryMeeting')]->{'api_name': 'ToolSearcher'",
+         "API-Request: [ToolSearcher(keywords='QueryMeeting')]"),
     ],
 )
 def test_line_stop_of_plain_text_paper_prompts(text, expected):

@@ -17,8 +17,11 @@ from apibank.generate.toolcalls import call_text
 PAPER_STOPS = ("\nUser:", "\nAI:", "\nAPI:", "\nGenerate API Request", "\nGenerate AI Response")
 # A paper prompt sent as plain text is a transcript with one turn per line, and every gold answer of
 # every level is one line: the answer ends at the end of its line. (A base model that goes on writes
-# the instruction's sections again, "\n\nAPI descriptions:...", which no turn label stops.)
-LINE_STOPS = ("\n",)
+# the instruction's sections again, "\n\nAPI descriptions:...", which no turn label stops.) In the
+# transcript an executed call's result follows "->" on the call's line: that is the API's turn, which
+# the model cannot know, and no gold answer contains "->" (the paper parser reads the call the same
+# with or without the tail).
+LINE_STOPS = ("\n", "->")
 
 
 def default_stops(fmt: str, plain_text: bool = False) -> tuple[str, ...]:
