@@ -3,8 +3,8 @@
 * Each prompt is prefilled on its own (no padding work) and only the last position's logits are
   computed (``logits_to_keep=1``); when consecutive prompts share a token prefix (rows of one
   dialogue), the KV cache of that prefix is kept and only the new tokens are run.
-* The batch then decodes together: the rows' caches are stacked, left-padded, into preallocated
-  buffers that each step writes into in place (no per-step concatenation).
+* The batch then decodes together: the rows' caches are stacked, left-padded, into the model's own
+  cache type (sliding-window layers keep only their window).
 * Each row stops on its own (EOS, a stop condition on its generated text, or its token budget);
   finished rows are dropped from the batch once half of it has finished.
 
@@ -33,40 +33,6 @@ def _cache_argument(model) -> str:
     return "cache" if "cache" in parameters else "past_key_values"
 
 
-def _buffer_layer_class():
-    from transformers.cache_utils import DynamicLayer
-
-    class BufferLayer(DynamicLayer):
-        """A full-attention cache layer over a preallocated buffer; ``keys``/``values`` are views of it."""
-
-        def __init__(self, keys, values, length: int) -> None:
-            super().__init__()
-            self.device = keys.device
-            self.buffer_keys, self.buffer_values, self.length = keys, values, length
-            self.keys, self.values = keys[..., :length, :], values[..., :length, :]
-            self.is_initialized = True
-
-        def update(self, key_states, value_states, *args, **kwargs):
-            end = self.length + key_states.shape[-2]
-            self.buffer_keys[..., self.length : end, :] = key_states
-            self.buffer_values[..., self.length : end, :] = value_states
-            self.length = end
-            self.keys = self.buffer_keys[..., :end, :]
-            self.values = self.buffer_values[..., :end, :]
-            return self.keys, self.values
-
-        def get_seq_length(self) -> int:
-            return self.length
-
-        def select(self, rows) -> None:
-            self.buffer_keys = self.buffer_keys.index_select(0, rows)
-            self.buffer_values = self.buffer_values.index_select(0, rows)
-            self.keys = self.buffer_keys[..., : self.length, :]
-            self.values = self.buffer_values[..., : self.length, :]
-
-    return BufferLayer
-
-
 class GreedyDecoder:
     """Greedy decoding of token-id prompts with ``model``; keeps the last prompt's cache for reuse."""
 
@@ -76,7 +42,6 @@ class GreedyDecoder:
         self.reuse_prefix = reuse_prefix
         self._cache_arg = _cache_argument(model)
         self._kept: tuple[Any, list[int]] | None = None  # (DynamicCache of a prompt, its ids)
-        self._buffer_layer = _buffer_layer_class()
 
     # ---------------------------------------------------------------------------- prefill
     def _prefill(self, ids: list[int]):
@@ -125,7 +90,7 @@ class GreedyDecoder:
         outputs = [RowOutput([], "length", len(p), 0, 0.0) for p in prompts]
         width = max(len(p) for p in prompts)
         steps = max(budgets)
-        layers: list[tuple[Any, Any]] = []
+        layers: list[tuple[Any, Any]] = []  # per layer, the batch's keys and values, left-padded
         first = []
         with torch.inference_mode():
             for row, ids in enumerate(prompts):
@@ -137,17 +102,22 @@ class GreedyDecoder:
                 for index, layer in enumerate(cache.layers):
                     keys, values = layer.keys, layer.values
                     if row == 0:
-                        shape = (n, keys.shape[1], width + steps, keys.shape[3])
-                        layers.append((keys.new_zeros(shape), values.new_zeros((n, values.shape[1], width + steps,
-                                                                                 values.shape[3]))))
+                        layers.append((keys.new_zeros((n, keys.shape[1], width, keys.shape[3])),
+                                       values.new_zeros((n, values.shape[1], width, values.shape[3]))))
                     layers[index][0][row, :, pad:width] = keys[0]
                     layers[index][1][row, :, pad:width] = values[0]
                 outputs[row].seconds += time.perf_counter() - started
 
             from transformers import DynamicCache
 
-            batch_cache = DynamicCache()
-            batch_cache.layers = [self._buffer_layer(k, v, width) for k, v in layers]
+            # The model's own cache type for the batch (sliding-window layers keep only their window).
+            try:
+                batch_cache = DynamicCache(config=self.model.config)
+            except Exception:  # a config the cache cannot read: plain full layers
+                batch_cache = DynamicCache()
+            for index, (keys, values) in enumerate(layers):
+                batch_cache.update(keys, values, index)
+            del layers
             mask = torch.zeros((n, width + steps), dtype=torch.long, device=device)
             for row, ids in enumerate(prompts):
                 mask[row, width - len(ids) : width] = 1
@@ -175,8 +145,7 @@ class GreedyDecoder:
                     break
                 if alive <= len(members) // 2:
                     keep = torch.tensor([p for p, flag in enumerate(live) if flag], device=device)
-                    for layer in batch_cache.layers:
-                        layer.select(keep)
+                    batch_cache.batch_select_indices(keep)
                     mask, positions, tokens = mask.index_select(0, keep), positions.index_select(0, keep), tokens[keep]
                     members = [members[p] for p in keep.tolist()]
                     live = [True] * len(members)
