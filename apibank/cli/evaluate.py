@@ -34,7 +34,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--overwrite", action="store_true", help="discard earlier predictions instead of resuming")
     gen = parser.add_argument_group("generation")
     gen.add_argument("--batch-size", type=int, default=8)
-    gen.add_argument("--max-new-tokens", type=int, default=256)
+    gen.add_argument("--max-new-tokens", type=int, default=None,
+                     help="cap on new tokens per sample (default: per level and sample kind, the longest gold "
+                     "answer in the model's tokens + 16)")
+    gen.add_argument("--price-per-mtok", default=None, metavar="IN,OUT",
+                     help="price per million prompt tokens and per million generated tokens: adds a cost to usage")
     gen.add_argument("--icl", action="store_true", help="level 3, paper format: the instruction with the worked example")
     gen.add_argument("--revision", default=None, help="model revision (branch, tag or commit)")
     gen.add_argument("--dtype", default="auto", help="auto, float32, bfloat16, float16")
@@ -244,6 +248,7 @@ def _evaluate(evaluate, args: argparse.Namespace, fmt: str, output: Path) -> dic
         data_dir=args.data_dir,
         batch_size=args.batch_size,
         max_new_tokens=args.max_new_tokens,
+        price_per_mtok=args.price_per_mtok,
         icl=args.icl,
         protocols=args.protocols,
         backend_options=backend_options(args),

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from apibank.generate.backends import Backend, Completion, DecodingSettings
+from apibank.generate.backends.base import first_stop
 from apibank.generate.backends.openai import InterruptedBatch
 from apibank.generate.conversation import Conversation, build_conversation
 from apibank.generate.predictions import PredictionWriter, check_resumable, repair
@@ -15,20 +16,87 @@ from apibank.generate.toolcalls import call_text
 
 # Where a paper-format answer ends: the next turn of the transcript the model would go on writing.
 PAPER_STOPS = ("\nUser:", "\nAI:", "\nAPI:", "\nGenerate API Request", "\nGenerate AI Response")
+# A paper prompt sent as plain text is a transcript with one turn per line, and every gold answer of
+# every level is one line: the answer ends at the end of its line. (A base model that goes on writes
+# the instruction's sections again, "\n\nAPI descriptions:...", which no turn label stops.) In the
+# transcript an executed call's result follows "->" on the call's line: that is the API's turn, which
+# the model cannot know, and no gold answer contains "->" (the paper parser reads the call the same
+# with or without the tail).
+LINE_STOPS = ("\n", "->")
 
 
-def default_stops(fmt: str) -> tuple[str, ...]:
-    """Chat formats end at the template's end-of-turn token (EOS); the paper format needs strings."""
-    return PAPER_STOPS if fmt == "paper" else ()
+def default_stops(fmt: str, plain_text: bool = False) -> tuple[str, ...]:
+    """Chat formats end at the template's end-of-turn token (EOS); the paper format needs strings: the
+    end of the line when the prompt is plain text, the next turn's label inside a chat template."""
+    if fmt != "paper":
+        return ()
+    return LINE_STOPS if plain_text else PAPER_STOPS
+
+
+def renders_plain_text(backend: Backend, rows: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether ``backend`` sends the paper prompt as plain text (no chat template around it)."""
+    if not rows:
+        return False
+    conversation = build_conversation(rows[0], "paper")
+    try:
+        return backend.render(conversation) == conversation.plain_text
+    except Exception:
+        return False
 
 
 def cut_at_stop(text: str, stops: Iterable[str]) -> str:
-    cut = len(text)
-    for stop in stops:
-        index = text.find(stop)
-        if index >= 0:
-            cut = min(cut, index)
-    return text[:cut]
+    """``text`` up to its first stop string (searched in the generated text only, after leading whitespace)."""
+    cut = first_stop(text, stops)
+    return text if cut is None else text[:cut]
+
+
+# Room above the longest gold answer: a turn label (``AI:``), whitespace, and the stop string itself,
+# which must be generated before it can be seen.
+BUDGET_MARGIN = 16
+
+
+def token_budgets(backend: Backend, rows: Sequence[Mapping[str, Any]], margin: int = BUDGET_MARGIN) -> tuple[tuple[str, int], ...]:
+    """Per level and sample kind, the longest gold answer in ``backend``'s tokens plus ``margin``.
+
+    Pass every row of a level (not a ``--limit`` subset), so that a subset decodes exactly as the full run.
+    """
+    longest: dict[str, int] = {}
+    keys = [f"level-{row['level']}/{row['kind']}" for row in rows]
+    counts = backend.token_counts([row["expected_output"] for row in rows]) if rows else []
+    for key, count in zip(keys, counts):
+        longest[key] = max(longest.get(key, 0), count)
+    return tuple(sorted((key, count + margin) for key, count in longest.items()))
+
+
+def sized_settings(
+    backend: Backend,
+    rows: Sequence[Mapping[str, Any]],
+    fmt: str,
+    *,
+    max_new_tokens: int | None = None,
+    stop: Sequence[str] | None = None,
+) -> DecodingSettings:
+    """Decoding settings whose per-kind budgets come from the gold answers of ``rows``, capped by ``max_new_tokens``."""
+    budgets = token_budgets(backend, rows)
+    cap = max_new_tokens if max_new_tokens is not None else max((value for _, value in budgets), default=256)
+    if stop is None:
+        stop = default_stops(fmt, plain_text=fmt == "paper" and renders_plain_text(backend, rows))
+    return DecodingSettings(max_new_tokens=cap, stop=tuple(stop), budgets=budgets)
+
+
+def dialogue_of(row_id: str) -> str:
+    return row_id.split("#", 1)[0]
+
+
+def generation_order(conversations: Sequence[Conversation], prompts: Sequence[str]) -> list[int]:
+    """Rows of one dialogue and kind next to each other, shortest prompt first (each prompt extends the
+    previous one, so its KV cache is reused); the groups longest first, so that batches run ordered by
+    length and an out-of-memory error comes at the first batch rather than the last."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for index, conversation in enumerate(conversations):
+        groups.setdefault((dialogue_of(conversation.row_id), conversation.kind), []).append(index)
+    ordered = sorted(groups.values(), key=lambda members: -max(len(prompts[i]) for i in members))
+    return [i for members in ordered for i in sorted(members, key=lambda i: len(prompts[i]))]
 
 
 def finish(conversation: Conversation, completion: Completion, settings: DecodingSettings) -> tuple[str, Any]:
@@ -37,6 +105,21 @@ def finish(conversation: Conversation, completion: Completion, settings: Decodin
         name, arguments = completion.tool_calls[0]
         return call_text(name, arguments), {"name": name, "arguments": arguments}
     return cut_at_stop(completion.text, settings.stop).strip(), None
+
+
+def usage_of(completion: Completion, seconds_share: float) -> dict[str, Any]:
+    """A record's usage: the backend's own counts, else an endpoint's ``usage`` reply, else unknown (None);
+    seconds: the backend's per-row figure, else an equal share of the batch's wall time."""
+    served = completion.extra.get("usage") or {}
+    prompt = completion.prompt_tokens if completion.prompt_tokens is not None else served.get("prompt_tokens")
+    generated = completion.generated_tokens
+    if generated is None:
+        generated = served.get("completion_tokens")
+    seconds = completion.seconds if completion.seconds is not None else completion.extra.get("seconds", seconds_share)
+    usage = {"prompt_tokens": prompt, "generated_tokens": generated, "seconds": round(seconds, 4)}
+    if completion.extra.get("finish_reason"):  # eos, stop or length: why the answer ended
+        usage["finish_reason"] = completion.extra["finish_reason"]
+    return usage
 
 
 def model_label(backend: Backend) -> str:
@@ -58,10 +141,11 @@ def generate_predictions(
     """One prediction record per row, in row order.
 
     With ``output_path``, records are appended to that JSON-lines file batch by batch; rows whose id
-    is already there are skipped (resume). Rows are batched longest prompt first, which keeps
-    padding low and meets an out-of-memory error at the first batch rather than the last.
+    is already there are skipped (resume). Rows are ordered by :func:`generation_order`. Without
+    ``settings``, the token budgets are sized from the gold answers of ``rows``. Each record carries
+    its usage: ``prompt_tokens``, ``generated_tokens`` and ``seconds``.
     """
-    settings = settings or DecodingSettings(stop=default_stops(fmt))
+    settings = settings or sized_settings(backend, rows, fmt)
     label = model_label(backend)
     run = {"format": fmt, "decoding": settings.as_dict(), "model": label}
     done: dict[str, dict[str, Any]] = {}
@@ -73,7 +157,7 @@ def generate_predictions(
     pending = [row for row in rows if row["id"] not in done]
     conversations = [build_conversation(row, fmt, icl=icl) for row in pending]
     prompts = [backend.render(conversation) for conversation in conversations]
-    order = sorted(range(len(conversations)), key=lambda i: len(prompts[i]), reverse=True)
+    order = generation_order(conversations, prompts)
 
     from tqdm.auto import tqdm
 
@@ -89,12 +173,14 @@ def generate_predictions(
             chunk = order[start : start + max(1, batch_size)]
             batch = [conversations[i] for i in chunk]
             interrupted: InterruptedBatch | None = None
+            batch_started = time.perf_counter()
             try:
                 completions = backend.generate(batch, [prompts[i] for i in chunk], settings)
             except InterruptedBatch as error:  # Ctrl-C: save the responses that came back, then stop
                 interrupted, kept = error, sorted(error.completed)
                 chunk, batch = [chunk[k] for k in kept], [batch[k] for k in kept]
                 completions = [error.completed[k] for k in kept]
+            batch_seconds = time.perf_counter() - batch_started
             records = []
             for i, conversation, completion in zip(chunk, batch, completions):
                 prediction, tool_call = finish(conversation, completion, settings)
@@ -106,6 +192,7 @@ def generate_predictions(
                     **run,
                     "level": conversation.level,
                     "kind": conversation.kind,
+                    **usage_of(completion, batch_seconds / max(1, len(chunk))),
                 }
                 if tool_call is not None:
                     record["tool_call"] = tool_call

@@ -107,6 +107,26 @@ def _plot_apis(rates: list[dict[str, Any]], protocol: str, path: Path, top: int 
     plt.close(fig)
 
 
+def usage_section(usage: Mapping[str, Any]) -> list[str]:
+    """The report's usage table: tokens, generation time, throughput and cost (nothing when unmeasured)."""
+    if not usage:
+        return []
+    names = [
+        ("samples", "samples"),
+        ("samples with token counts", "samples_with_token_counts"),
+        ("prompt tokens", "prompt_tokens"),
+        ("generated tokens", "generated_tokens"),
+        ("generation seconds (sum over samples)", "seconds"),
+        ("wall seconds (this run)", "wall_seconds"),
+        ("samples/s", "samples_per_second"),
+        ("generated tokens/s", "generated_tokens_per_second"),
+        ("price per million tokens (prompt, generated)", "price_per_mtok"),
+        ("cost", "cost"),
+    ]
+    rows = [f"| {label} | {usage[key]} |" for label, key in names if usage.get(key) is not None]
+    return ["## Usage", "", "| measure | value |", "|---|---|", *rows, ""]
+
+
 def write_report(
     results: Mapping[str, Any],
     rows: Sequence[Mapping[str, Any]],
@@ -141,6 +161,9 @@ def write_report(
         ("decoding", results.get("decoding")),
         ("dataset revision (upstream commit)", results.get("dataset", {}).get("revision")),
         ("samples", results.get("counts")),
+        ("subset", results.get("subset")),
+        ("chat template SHA-256", model.get("chat_template_sha256")),
+        ("versions", results.get("versions")),
         ("apibank version", results.get("apibank_version")),
     ]
     lines = [
@@ -150,6 +173,7 @@ def write_report(
         "|---|---|",
         *[f"| {name} | `{value}` |" for name, value in settings],
         "",
+        *usage_section(results.get("usage") or {}),
         "## Scores",
         "",
         markdown_table(scores, levels),

@@ -5,21 +5,66 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from apibank.generate.conversation import Conversation
 from apibank.generate.toolcalls import ToolCall
 
 
+# Turn labels an answer may open with in the paper format's transcript ("AI: Sure, ...").
+TURN_LABELS = ("User:", "AI:", "API:")
+
+
+def answer_start(text: str) -> int:
+    """Where an answer's content begins: after leading whitespace and an opening turn label (and the
+    whitespace after it). Stop strings are looked for from here on."""
+    start = len(text) - len(text.lstrip())
+    for label in TURN_LABELS:
+        if text.startswith(label, start):
+            rest = text[start + len(label) :]
+            return start + len(label) + len(rest) - len(rest.lstrip())
+    return start
+
+
+def first_stop(text: str, stops: Iterable[str]) -> int | None:
+    """Where the answer ``text`` (generated text only, never the prompt) ends at a stop string, or None.
+
+    A stop is looked for after the answer's leading whitespace and opening turn label
+    (:func:`answer_start`): a paper-format answer ``AI: ...`` or ``\\nAI: ...`` begins with its label
+    rather than ending before it. Every backend applies this same rule (transformers while decoding,
+    vLLM and endpoints after the fact), so they agree.
+    """
+    start = answer_start(text)
+    cut = None
+    for stop in stops:
+        if not stop:
+            continue
+        index = text.find(stop, start)
+        if index >= 0 and (cut is None or index < cut):
+            cut = index
+    return cut
+
+
 @dataclass(frozen=True)
 class DecodingSettings:
-    """Greedy decoding; ``stop`` strings end an answer (the text from the first one on is dropped)."""
+    """Greedy decoding. ``stop`` strings end an answer (the text from the first one on is dropped);
+    ``max_new_tokens`` caps every answer, and ``budgets`` (``(("level-1/api", 120), ...)``) sizes the
+    answers of each level and sample kind below that cap."""
 
     max_new_tokens: int = 256
     stop: tuple[str, ...] = ()
+    budgets: tuple[tuple[str, int], ...] = ()
+
+    def max_tokens_for(self, level: int | str, kind: str) -> int:
+        key = f"level-{level}/{kind}" if str(level).isdigit() else f"{level}/{kind}"
+        return min(self.max_new_tokens, dict(self.budgets).get(key, self.max_new_tokens))
 
     def as_dict(self) -> dict[str, Any]:
-        return {"do_sample": False, "temperature": 0.0, "max_new_tokens": self.max_new_tokens, "stop": list(self.stop)}
+        settings = {"do_sample": False, "temperature": 0.0, "max_new_tokens": self.max_new_tokens,
+                    "stop": list(self.stop)}
+        if self.budgets:
+            settings["max_new_tokens_by_kind"] = {key: min(value, self.max_new_tokens) for key, value in self.budgets}
+        return settings
 
 
 @dataclass
@@ -28,6 +73,9 @@ class Completion:
     raw: str  # what the backend produced, special tokens / the served message included
     tool_calls: list[ToolCall] | None = None  # structured calls, where the backend parsed them
     extra: dict[str, Any] = field(default_factory=dict)
+    prompt_tokens: int | None = None  # usage, where the backend knows it
+    generated_tokens: int | None = None
+    seconds: float | None = None  # this row's share of the generation time
 
 
 class Backend(ABC):
@@ -45,6 +93,10 @@ class Backend(ABC):
 
     def info(self) -> dict[str, Any]:
         return {"backend": self.name}
+
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """Tokens per text in this backend's tokenizer; without one, a generous estimate (2 characters a token)."""
+        return [len(text) // 2 + 1 for text in texts]
 
     def close(self) -> None:
         pass

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from apibank.generate.backends.base import Backend, Completion
+from apibank.generate.backends.base import Backend, Completion, first_stop
 from apibank.generate.conversation import Conversation
 from apibank.generate.templates import TemplateAdapter, TemplateRefusal
 from apibank.generate.toolcalls import ToolCall, calls_from_message, calls_in_text
@@ -138,7 +138,28 @@ def _torch_dtype(dtype: str):
 
 
 # ------------------------------------------------------------------------------- transformers
+def template_sha256(tokenizer) -> str | None:
+    """SHA-256 of the chat template the tokenizer renders with (None without one)."""
+    import hashlib
+
+    template = getattr(tokenizer, "chat_template", None)
+    if isinstance(template, dict):  # named templates: hash them all, in name order
+        template = "\n".join(f"{name}\n{text}" for name, text in sorted(template.items()))
+    return hashlib.sha256(template.encode()).hexdigest() if isinstance(template, str) and template else None
+
+
+def available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 class TransformersBackend(_HFRendering, Backend):
+    """``AutoModelForCausalLM`` from a Hub id, a local folder or a local ``.gguf`` file, decoded greedily by
+    :class:`~apibank.generate.backends.decoding.GreedyDecoder` (per-row stops on the generated text only,
+    per-row token budgets, prompt-prefix reuse)."""
+
     name = "transformers"
 
     def __init__(
@@ -152,42 +173,60 @@ class TransformersBackend(_HFRendering, Backend):
         trust_remote_code: bool = False,
         chat_template: str = "auto",
         model_kwargs: dict[str, Any] | None = None,
+        threads: int | None = None,
+        reuse_prefix: bool = True,
     ) -> None:
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        from apibank.generate.backends.decoding import GreedyDecoder
+        from apibank.generate.backends.loading import load_tokenizer_and_model, resolve_model
+
+        self.source = resolve_model(model)
         self.model_id = model
         self.revision = revision
         self.chat_template = chat_template
-        self.tokenizer = AutoTokenizer.from_pretrained(model, revision=revision, trust_remote_code=trust_remote_code)
-        self.tokenizer.padding_side = "left"
-        if self.tokenizer.pad_token is None:
-            self.tokenizer.pad_token = self.tokenizer.eos_token or self.tokenizer.unk_token
         kwargs = dict(model_kwargs or {})
         kwargs["dtype"] = _torch_dtype(dtype)
         if device_map is not None:
             kwargs["device_map"] = device_map
-        self.model = AutoModelForCausalLM.from_pretrained(
-            model, revision=revision, trust_remote_code=trust_remote_code, **kwargs
+        self.tokenizer, self.model = load_tokenizer_and_model(
+            self.source, revision=revision, trust_remote_code=trust_remote_code, model_kwargs=kwargs
         )
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token or self.tokenizer.unk_token
         if device_map is None:
             self.model.to(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         self.model.eval()
+        if self.model.device.type == "cpu":
+            torch.set_num_threads(threads or available_cores())
         eos = self.model.generation_config.eos_token_id
         eos_ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
         if self.tokenizer.eos_token_id is not None:
             eos_ids.add(self.tokenizer.eos_token_id)
         self.eos_ids = sorted(eos_ids)
+        self.decoder = GreedyDecoder(self.model, eos_ids=self.eos_ids, reuse_prefix=reuse_prefix)
 
     def info(self) -> dict[str, Any]:
+        import torch
+
+        revision = self.revision or getattr(self.model.config, "_commit_hash", None)
+        if self.source.kind == "gguf":
+            revision = f"sha256:{self.source.sha256}"
         return {
             "backend": self.name,
             "model_id": self.model_id,
-            "model_revision": self.revision or getattr(self.model.config, "_commit_hash", None),
+            "model_revision": revision,
+            "model_source": self.source.kind,
             "dtype": str(self.model.dtype).removeprefix("torch."),
             "device": str(self.model.device),
             "chat_template": self.chat_template,
+            "chat_template_sha256": template_sha256(self.tokenizer),
+            "torch_threads": torch.get_num_threads(),
         }
+
+    def token_counts(self, texts):
+        return [len(ids) for ids in self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
 
     def _trim(self, ids: list[int]) -> list[int]:
         for index, token in enumerate(ids):
@@ -200,35 +239,28 @@ class TransformersBackend(_HFRendering, Backend):
         return ids
 
     def generate(self, conversations, prompts, settings):
-        import torch
-
         if not conversations:
             return []
         add_special = self._add_special_tokens(conversations[0])
-        encoded = self.tokenizer(
-            list(prompts), return_tensors="pt", padding=True, add_special_tokens=add_special
-        ).to(self.model.device)
-        stop_kwargs: dict[str, Any] = {}
-        if settings.stop:
-            stop_kwargs = {"stop_strings": list(settings.stop), "tokenizer": self.tokenizer}
-        with torch.inference_mode():
-            output = self.model.generate(
-                **encoded,
-                do_sample=False,
-                temperature=None,
-                top_p=None,
-                top_k=None,
-                max_new_tokens=settings.max_new_tokens,
-                pad_token_id=self.tokenizer.pad_token_id,
-                eos_token_id=self.eos_ids or None,
-                **stop_kwargs,
-            )
-        new_tokens = output[:, encoded["input_ids"].shape[1] :].tolist()
+        encoded = [self.tokenizer(prompt, add_special_tokens=add_special)["input_ids"] for prompt in prompts]
+        budgets = [settings.max_tokens_for(c.level, c.kind) for c in conversations]
+        stops = tuple(settings.stop)
+
+        def should_stop(row: int, ids: list[int]) -> bool:
+            return bool(stops) and first_stop(self.tokenizer.decode(ids, skip_special_tokens=True), stops) is not None
+
+        rows = self.decoder.generate(encoded, budgets, should_stop)
         completions = []
-        for conversation, prompt, ids in zip(conversations, prompts, new_tokens):
-            ids = self._trim(ids)
+        for conversation, prompt, row in zip(conversations, prompts, rows):
+            ids = self._trim(row.ids)
             raw = self.tokenizer.decode(ids, skip_special_tokens=False)
             text = self.tokenizer.decode(ids, skip_special_tokens=True)
             calls = self._parse_tool_calls(raw, prompt, conversation)
-            completions.append(Completion(text=text, raw=raw, tool_calls=calls, extra={"new_tokens": len(ids)}))
+            completions.append(Completion(
+                text=text, raw=raw, tool_calls=calls,
+                extra={"new_tokens": len(row.ids), "finish_reason": row.finish_reason,
+                       "reused_prompt_tokens": row.reused_prompt_tokens},
+                prompt_tokens=row.prompt_tokens, generated_tokens=len(row.ids) + (row.finish_reason == "eos"),
+                seconds=row.seconds,
+            ))
         return completions

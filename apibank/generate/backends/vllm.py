@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from apibank.generate.backends.base import Backend, Completion
-from apibank.generate.backends.hf import _HFRendering
+from apibank.generate.backends.base import Backend, Completion, answer_start
+from apibank.generate.backends.hf import _HFRendering, template_sha256
 
 
 # ----------------------------------------------------------------------------------------- vLLM
@@ -13,7 +13,9 @@ class VLLMBackend(_HFRendering, Backend):
     """vLLM's offline engine. ``pip install 'apibank[vllm]'``; needs a GPU.
 
     Prompts are rendered with the model's HF tokenizer exactly as for the transformers backend and
-    sent as token ids, so both backends see identical inputs.
+    sent as token ids, so both backends see identical inputs. Prefix caching is on (rows of one
+    dialogue share their history), each row gets its own token budget, and stop strings follow the
+    shared rule of :func:`~apibank.generate.backends.base.first_stop` (see ``generate``).
     """
 
     name = "vllm"
@@ -28,6 +30,7 @@ class VLLMBackend(_HFRendering, Backend):
         trust_remote_code: bool = False,
         chat_template: str = "auto",
         engine_kwargs: dict[str, Any] | None = None,
+        enable_prefix_caching: bool = True,
     ) -> None:
         try:
             from vllm import LLM
@@ -38,6 +41,7 @@ class VLLMBackend(_HFRendering, Backend):
         self.dtype = dtype
         self.chat_template = chat_template
         self.tensor_parallel_size = tensor_parallel_size
+        self.enable_prefix_caching = enable_prefix_caching
         self.llm = LLM(
             model=model,
             revision=revision,
@@ -46,7 +50,7 @@ class VLLMBackend(_HFRendering, Backend):
             tensor_parallel_size=tensor_parallel_size,
             trust_remote_code=trust_remote_code,
             seed=0,
-            **(engine_kwargs or {}),
+            **{"enable_prefix_caching": enable_prefix_caching, **(engine_kwargs or {})},
         )
         self.tokenizer = self.llm.get_tokenizer()
 
@@ -58,11 +62,19 @@ class VLLMBackend(_HFRendering, Backend):
             "dtype": self.dtype,
             "tensor_parallel_size": self.tensor_parallel_size,
             "chat_template": self.chat_template,
+            "chat_template_sha256": template_sha256(self.tokenizer),
+            "prefix_caching": self.enable_prefix_caching,
         }
 
-    def generate(self, conversations, prompts, settings):
+    def token_counts(self, texts):
+        return [len(ids) for ids in self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
+
+    def _params(self, budget: int, stop: list[str] | None):
         from vllm import SamplingParams
 
+        return SamplingParams(temperature=0.0, max_tokens=budget, stop=stop, skip_special_tokens=False)
+
+    def generate(self, conversations, prompts, settings):
         if not conversations:
             return []
         add_special = self._add_special_tokens(conversations[0])
@@ -70,18 +82,27 @@ class VLLMBackend(_HFRendering, Backend):
             {"prompt_token_ids": self.tokenizer(prompt, add_special_tokens=add_special)["input_ids"]}
             for prompt in prompts
         ]
-        params = SamplingParams(
-            temperature=0.0,
-            max_tokens=settings.max_new_tokens,
-            stop=list(settings.stop) or None,
-            skip_special_tokens=False,
-        )
-        outputs = self.llm.generate(inputs, params, use_tqdm=False)
+        budgets = [settings.max_tokens_for(c.level, c.kind) for c in conversations]
+        stops = list(settings.stop) or None
+        outputs = list(self.llm.generate(inputs, [self._params(b, stops) for b in budgets], use_tqdm=False))
+        # vLLM also stops at a stop string inside the answer's leading whitespace or right after its
+        # opening turn label ("\nAI:", "AI:\n"); the shared rule does not, so such rows run again
+        # without stop strings and the runner cuts them like every other backend's text.
+        again = [i for i, output in enumerate(outputs)
+                 if stops and getattr(output.outputs[0], "finish_reason", None) == "stop"
+                 and answer_start(output.outputs[0].text) == len(output.outputs[0].text)]
+        if again:
+            redone = self.llm.generate([inputs[i] for i in again], [self._params(budgets[i], None) for i in again],
+                                       use_tqdm=False)
+            for i, output in zip(again, redone):
+                outputs[i] = output
         completions = []
-        for conversation, prompt, output in zip(conversations, prompts, outputs):
+        for conversation, prompt, output, given in zip(conversations, prompts, outputs, inputs):
             generated = output.outputs[0]
             raw = generated.text
             text = self.tokenizer.decode(list(generated.token_ids), skip_special_tokens=True)
             calls = self._parse_tool_calls(raw, prompt, conversation)
-            completions.append(Completion(text=text, raw=raw, tool_calls=calls))
+            completions.append(Completion(text=text, raw=raw, tool_calls=calls,
+                                          prompt_tokens=len(given["prompt_token_ids"]),
+                                          generated_tokens=len(generated.token_ids)))
         return completions

@@ -1,0 +1,140 @@
+"""Where ``--model`` points: a Hub id, a local folder, or a local ``.gguf`` file.
+
+A GGUF file is loaded directly (transformers' ``from_pretrained(folder, gguf_file=name)``, which
+needs the ``gguf`` extra: ``gguf`` and ``accelerate``). Converting a GGUF file (tokenizer and
+de-quantised weights) takes minutes on a small CPU, so the converted model is kept as an ordinary
+transformers folder in a cache keyed by the file's SHA-256 and the transformers version; the next
+run loads that folder in seconds. ``APIBANK_GGUF_CACHE`` names the cache folder (default
+``$HF_HOME/apibank/gguf``); ``APIBANK_GGUF_CACHE=off`` disables it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """``kind`` is ``"gguf"``, ``"folder"`` or ``"hub"``; ``location`` is what ``from_pretrained`` gets."""
+
+    kind: str
+    location: str
+    gguf_file: str | None = None
+    sha256: str | None = None  # of the GGUF file
+
+    @property
+    def label(self) -> str:
+        return str(Path(self.location) / self.gguf_file) if self.gguf_file else self.location
+
+
+def resolve_model(model: str) -> ModelSource:
+    path = Path(model).expanduser()
+    if model.lower().endswith(".gguf"):
+        if not path.is_file():
+            raise FileNotFoundError(f"--model {model}: no such GGUF file")
+        return ModelSource("gguf", str(path.resolve().parent), path.name, file_sha256(path))
+    if path.is_dir():
+        return ModelSource("folder", str(path))
+    return ModelSource("hub", model)
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_gguf_extra() -> None:
+    missing = []
+    for module in ("gguf", "accelerate"):
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(module)
+    if missing:
+        raise RuntimeError(
+            f"loading a .gguf file needs {' and '.join(missing)}: pip install 'apibank[gguf]'"
+        )
+
+
+def gguf_cache_root() -> Path | None:
+    setting = os.environ.get("APIBANK_GGUF_CACHE")
+    if setting is not None and setting.strip().lower() in {"off", "0", "no", "false", ""}:
+        return None
+    if setting:
+        return Path(setting).expanduser()
+    from huggingface_hub.constants import HF_HOME
+
+    return Path(HF_HOME) / "apibank" / "gguf"
+
+
+def converted_folder(source: ModelSource) -> Path | None:
+    """The cache folder of a GGUF file's converted model (present or not); None when caching is off."""
+    root = gguf_cache_root()
+    if root is None or source.kind != "gguf":
+        return None
+    import transformers
+
+    return root / f"{source.sha256[:32]}-transformers-{transformers.__version__}"
+
+
+def load_tokenizer_and_model(
+    source: ModelSource,
+    *,
+    revision: str | None = None,
+    trust_remote_code: bool = False,
+    model_kwargs: dict[str, Any] | None = None,
+):
+    """``(tokenizer, model)`` for ``source``; a GGUF file goes through (and fills) the conversion cache."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    kwargs = dict(model_kwargs or {})
+    if source.kind != "gguf":
+        tokenizer = AutoTokenizer.from_pretrained(source.location, revision=revision,
+                                                  trust_remote_code=trust_remote_code)
+        model = AutoModelForCausalLM.from_pretrained(source.location, revision=revision,
+                                                     trust_remote_code=trust_remote_code, **kwargs)
+        return tokenizer, model
+    cached = converted_folder(source)
+    if cached is not None and (cached / "config.json").is_file():
+        tokenizer = AutoTokenizer.from_pretrained(cached)
+        model = AutoModelForCausalLM.from_pretrained(cached, **kwargs)
+        return tokenizer, model
+    check_gguf_extra()
+    tokenizer = AutoTokenizer.from_pretrained(source.location, gguf_file=source.gguf_file)
+    # De-quantise in float32; a requested dtype is applied after the cache is written.
+    dtype = kwargs.pop("dtype", "auto")
+    model = AutoModelForCausalLM.from_pretrained(source.location, gguf_file=source.gguf_file, **kwargs)
+    if cached is not None:
+        _save_converted(tokenizer, model, cached)
+    if dtype not in (None, "auto"):
+        model = model.to(dtype)
+    return tokenizer, model
+
+
+def _save_converted(tokenizer, model, folder: Path) -> None:
+    """Write the converted model atomically (a temporary sibling folder, then a rename)."""
+    # The de-quantised weights are plain tensors; the GGUF marker would make the folder load as GGUF again.
+    if getattr(model.config, "quantization_config", None) is not None:
+        del model.config.quantization_config
+    if hasattr(model, "hf_quantizer"):
+        model.hf_quantizer = None
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=folder.name + ".", dir=folder.parent))
+    try:
+        tokenizer.save_pretrained(scratch)
+        model.save_pretrained(scratch)
+        try:
+            scratch.rename(folder)
+        except OSError:  # another process filled the cache first
+            pass
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
