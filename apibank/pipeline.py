@@ -229,7 +229,7 @@ def build_results(
         "subset": bool(limit) if subset is None else subset,
         "levels": sorted({f"level-{row['level']}" for row in rows}),
         "counts": counts(rows),
-        "dataset": {"id": dataset_id, "revision": _revision(scores, rows), "split": "test"},
+        "dataset": {"id": dataset_id, "upstream_revision": _revision(scores, rows), "split": "test"},
         "protocols": scores.get("protocols", {}),
         "scores": {key: value for key, value in scores.items() if key not in {"details", "protocols", "revision"}},
         "usage": dict(usage or {}),

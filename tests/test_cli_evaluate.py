@@ -63,7 +63,8 @@ def test_oracle_prints_the_gold_ceilings(data_dir, tmp_path, capsys):
     assert results["counts"] == {"level-1": {"api": 399, "response": 375}, "level-2": {"api": 135, "response": 103},
                                  "level-3": {"api": 245, "response": 50}}
     assert results["model"]["id"] == "oracle" and results["format"] == "paper"
-    assert results["dataset"]["revision"] == "5d5a2d40b2e6b6998a06961cc43ad0a8c069b153"
+    assert results["dataset"]["upstream_revision"] == "5d5a2d40b2e6b6998a06961cc43ad0a8c069b153"
+    assert "revision" not in results["dataset"]  # the Hub dataset's revision is never the upstream commit
     assert set(results["protocols"]) == {"paper", "corrected"}
     paper, corrected = results["scores"]["paper"], results["scores"]["corrected"]
     # Spec §5.2 / §2.3 ceilings of the original evaluator (level 1 lies above the offline 337 because our

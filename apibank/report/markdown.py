@@ -159,7 +159,7 @@ def write_report(
         ("prompt format", results.get("format")),
         ("batch size", results.get("batch_size")),
         ("decoding", results.get("decoding")),
-        ("dataset revision (upstream commit)", results.get("dataset", {}).get("revision")),
+        ("upstream data revision (GitHub commit)", results.get("dataset", {}).get("upstream_revision")),
         ("samples", results.get("counts")),
         ("subset", results.get("subset")),
         ("chat template SHA-256", model.get("chat_template_sha256")),
