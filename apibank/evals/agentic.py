@@ -30,38 +30,18 @@ from apibank.agent.environment import SETTINGS, EpisodeEnvironment
 from apibank.agent.episodes import LEVELS, Episode, load_episodes
 from apibank.agent.judge import judge_episode
 from apibank.agent.prompts import system_prompt
-from apibank.agent.runner import DEFAULT_MAX_STEPS, DEFAULT_TIME_LIMIT, GoldCache, default_gold_cache
+from apibank.agent.runner import (
+    DEFAULT_MAX_STEPS,
+    DEFAULT_TIME_LIMIT,
+    GoldCache,
+    default_gold_cache,
+)
+from apibank.evals import _offline
 
 VERDICT_KEY = "apibank_agentic_verdict"
 
 
-def _mockllm_counts_tokens_offline() -> None:
-    """Let ``mockllm`` run with no network.
-
-    inspect-ai's mockllm fills in token usage by counting with tiktoken's ``o200k_base``, which
-    tiktoken downloads on first use; offline that raises and the sample errors. Where the download
-    fails, mockllm (only mockllm) counts about four characters per token instead.
-    """
-    from inspect_ai.model._providers.mockllm import MockLLM
-
-    if getattr(MockLLM, "_apibank_offline_tokens", False):
-        return
-    original = MockLLM.count_text_tokens
-    unavailable = {"tiktoken": False}
-
-    async def count_text_tokens(self, text: str) -> int:
-        if not unavailable["tiktoken"]:
-            try:
-                return await original(self, text)
-            except Exception:  # the encoding cannot be downloaded
-                unavailable["tiktoken"] = True
-        return max(1, len(text) // 4)
-
-    MockLLM.count_text_tokens = count_text_tokens
-    MockLLM._apibank_offline_tokens = True
-
-
-_mockllm_counts_tokens_offline()
+_offline.install()  # mockllm's usage estimate must not need tiktoken's download
 SCORE_KEYS = ("success", "state", "information", "rouge_l")
 
 
