@@ -213,7 +213,6 @@ def hub(monkeypatch, tmp_path):
 @pytest.mark.parametrize(
     "extra, message",
     [
-        (["--limit", "2"], "--allow-subset"),
         (["--push-to-hub", "org/model"], "--dataset-id"),
         (["--limit", "2", "--allow-subset", "--push-to-hub", "org/model", "--dataset-id", DATASET], "never pushed"),
         (["--push-to-hub", "--dataset-id", DATASET], "repository name"),
@@ -234,6 +233,16 @@ def test_evaluate_rejects_ids_that_are_not_hub_ids(data_dir, tmp_path, flag, cap
         apibank_cli.main(["evaluate", "--model", "oracle", "--data-dir", str(data_dir), "--output",
                           str(tmp_path / "out"), flag, "not a hub id"])
     assert caught.value.code == 2 and "not a Hub id" in capsys.readouterr().err
+
+
+def test_subset_run_without_allow_subset_runs_warns_and_writes_no_model_files(data_dir, tmp_path, capsys):
+    out = tmp_path / "subset"
+    assert apibank_cli.main(["evaluate", "--model", "oracle", "--data-dir", str(data_dir), "--output", str(out),
+                             "--levels", "1", "--limit", "3", "--dataset-id", DATASET, "--no-progress"]) == 0
+    captured = capsys.readouterr()
+    assert "never written or pushed under the official task ids" in captured.err
+    assert json.loads((out / "results.json").read_text())["subset"] is True
+    assert not (out / "leaderboard/model").exists()
 
 
 def test_subset_run_with_allow_subset_writes_no_model_files(data_dir, tmp_path, capsys):

@@ -24,11 +24,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="prompt format (default: chat; paper for --model oracle)")
     parser.add_argument("--backend", choices=BACKENDS, default="transformers")
     parser.add_argument("--limit", type=int, default=None,
-                        help="at most N API-call rows and N response rows per level (a quick subset; "
-                        "needs --allow-subset)")
+                        help="at most N API-call rows and N response rows per level (a quick subset: scores, "
+                        "details and report are written and marked as a subset; leaderboard files under the "
+                        "official task ids and pushes are refused)")
     parser.add_argument("--allow-subset", action="store_true",
-                        help="accept a --limit subset: scores and report are written, never leaderboard "
-                        "files under the official task ids, and nothing is pushed")
+                        help="acknowledge that a --limit run is a subset (silences the warning)")
     parser.add_argument("--output", default=None, help="output folder (default: apibank-results/<model>-<format>)")
     parser.add_argument("--data-dir", default=None, help="local copy of the upstream API-Bank folder (default: download)")
     parser.add_argument("--overwrite", action="store_true", help="discard earlier predictions instead of resuming")
@@ -96,9 +96,6 @@ def push_target(args: argparse.Namespace) -> str | None:
     """The model repository to push to (None without --push-to-hub), checked before any work is done."""
     from apibank.hub.ids import HubIdError, check_repo_id
 
-    if args.limit is not None and not args.allow_subset:
-        raise UsageError(f"--limit {args.limit} scores a subset of the benchmark; pass "
-                         "--allow-subset to run it (its results never go under the official task ids)")
     if not args.push_to_hub:
         if args.push_eval_yaml or args.details_repo:
             raise UsageError("--push-eval-yaml and --details-repo go with --push-to-hub")
@@ -206,6 +203,10 @@ def run(args: argparse.Namespace) -> int:
     output = Path(args.output) if args.output else default_output(args.model, fmt)
     kept = check_arguments(args, fmt, output)
     repo = push_target(args)
+    if args.limit is not None and not args.allow_subset:
+        print(f"apibank evaluate: warning: --limit {args.limit} scores a subset of the benchmark: its results are "
+              "marked as a subset and never written or pushed under the official task ids (--allow-subset "
+              "silences this warning)", file=sys.stderr)
     if kept:
         print(f"apibank evaluate: resuming: {kept} predictions in {output / 'predictions.jsonl'} are kept",
               file=sys.stderr)
