@@ -28,6 +28,8 @@ from inspect_ai.model import ChatMessageUser, GenerateConfig
 from inspect_ai.scorer import Score, SampleScore, Target, metric, scorer
 from inspect_ai.solver import Generate, TaskState, generate, solver
 
+from apibank.benchmark import LEVEL_NUMBERS as LEVELS
+from apibank.benchmark import PROTOCOLS
 from apibank.evals import _offline
 from apibank.evals.spec import FIELD_SPEC, METRIC_NAME, SCORER_NAME, SOLVER_NAME, registration_name
 
@@ -35,8 +37,6 @@ _offline.install()  # mockllm's usage estimate must not need tiktoken's download
 _THIS = sys.modules[__name__]
 TASK_NAME = "api_bank"
 
-PROTOCOLS = ("paper", "corrected")
-LEVELS = (1, 2, 3)
 
 
 # ---------------------------------------------------------------------------------------- dataset

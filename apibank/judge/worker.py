@@ -42,9 +42,11 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Sequence
 
+from apibank.benchmark import JUDGE_MEMORY_MB
+
+# The categories of an overrun step (the judges report them as verdict categories).
 TIMEOUT = "TIMEOUT"
 MEMORY_LIMIT = "MEMORY_LIMIT"
-DEFAULT_MEMORY_MB = 768
 # A fork is ready in milliseconds; this only guards against a child that never starts.
 READY_WAIT_S = 120.0
 
@@ -180,7 +182,7 @@ def run_steps(
     handler: Handler,
     *,
     timeout: float | None,
-    memory_mb: float | None = DEFAULT_MEMORY_MB,
+    memory_mb: float | None = JUDGE_MEMORY_MB,
     after_fork: Callable[[], Any] | None = None,
     finish: Callable[[], Any] | None = None,
     merge: Callable[[Any], None] | None = None,
