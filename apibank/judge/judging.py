@@ -39,7 +39,6 @@ from apibank.data.renames import renamed, renamed_record
 from apibank.judge.parsing import ParseError, parse_paper, parse_typed
 from apibank.judge.worker import MEMORY_LIMIT, TIMEOUT
 
-
 # The original evaluator's categories (spec protocol §4.2).
 NO_API_CALL = "NO_API_CALL"
 API_NAME_MISMATCH = "API_NAME_MISMATCH"

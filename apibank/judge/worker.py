@@ -44,7 +44,9 @@ from typing import Any, Callable, Hashable, Sequence
 
 from apibank.benchmark import JUDGE_MEMORY_MB
 
-# The categories of an overrun step (the judges report them as verdict categories).
+# The categories of an overrun step, reported as verdict categories: the call ran past its time limit
+# (the original evaluators have none: a hanging Calculator formula hangs them), or the judging process
+# hit its memory limit (or died).
 TIMEOUT = "TIMEOUT"
 MEMORY_LIMIT = "MEMORY_LIMIT"
 # A fork is ready in milliseconds; this only guards against a child that never starts.
