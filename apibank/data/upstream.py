@@ -35,6 +35,7 @@ from apibank_tools.errors import UpstreamDataError
 
 from apibank.benchmark import CACHE_ENV, DATA_DIR_ENV
 from apibank.benchmark import UPSTREAM_URL_ENV as BASE_URL_ENV
+
 # For the few files the manifest pins by git blob id only (no size): no upstream file is larger.
 MAX_UNSIZED_BYTES = 64 * 1024 * 1024
 DOWNLOAD_CHUNK = 1 << 16
