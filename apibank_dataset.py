@@ -30,21 +30,10 @@ from typing import Iterator
 import datasets
 
 from apibank.data.features import CONFIGS, FEATURES, arrow_row, mapping_of, resolve_files
-from apibank.data.rows import iter_rows, mapping_source
+from apibank.benchmark import CITATION, HOMEPAGE
+from apibank.data.dialogues import mapping_source
+from apibank.data.rows import iter_rows
 
-_CITATION = """\
-@inproceedings{li-etal-2023-api,
-    title = "{API}-Bank: A Comprehensive Benchmark for Tool-Augmented {LLM}s",
-    author = "Li, Minghao and Zhao, Yingxiu and Yu, Bowen and Song, Feifan and Li, Hangyu and Yu, Haiyang and Li, Zhoujun and Huang, Fei and Li, Yongbin",
-    booktitle = "Proceedings of the 2023 Conference on Empirical Methods in Natural Language Processing",
-    year = "2023",
-    address = "Singapore",
-    publisher = "Association for Computational Linguistics",
-    url = "https://aclanthology.org/2023.emnlp-main.187",
-    pages = "3102--3116",
-}
-"""
-_HOMEPAGE = "https://github.com/AlibabaResearch/DAMO-ConvAI/tree/main/api-bank"
 _LICENSE = "apache-2.0"
 
 
@@ -72,9 +61,9 @@ class ApiBank(datasets.GeneratorBasedBuilder):
         return datasets.DatasetInfo(
             description=self.config.description,
             features=FEATURES[self.config.row_schema],
-            homepage=_HOMEPAGE,
+            homepage=HOMEPAGE,
             license=_LICENSE,
-            citation=_CITATION,
+            citation=CITATION,
         )
 
     def _split_generators(self, dl_manager: datasets.DownloadManager) -> list[datasets.SplitGenerator]:

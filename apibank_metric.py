@@ -4,19 +4,7 @@ import datasets
 import evaluate
 
 import apibank
-
-_CITATION = """\
-@inproceedings{li-etal-2023-api,
-    title = "{API}-Bank: A Comprehensive Benchmark for Tool-Augmented {LLM}s",
-    author = "Li, Minghao  and Zhao, Yingxiu  and Yu, Bowen  and Song, Feifan  and Li, Hangyu  and
-      Yu, Haiyang  and Li, Zhoujun  and Huang, Fei  and Li, Yongbin",
-    booktitle = "Proceedings of the 2023 Conference on Empirical Methods in Natural Language Processing",
-    year = "2023",
-    publisher = "Association for Computational Linguistics",
-    url = "https://aclanthology.org/2023.emnlp-main.187",
-    pages = "3102--3116",
-}
-"""
+from apibank.benchmark import CITATION, HOMEPAGE, JUDGE_TIMEOUT_S, PROTOCOLS
 
 _DESCRIPTION = """\
 API-Bank evaluates tool-augmented language models. For an API-call sample the model must write a
@@ -84,13 +72,13 @@ class Apibank(evaluate.Metric):
         return evaluate.MetricInfo(
             module_type="metric",
             description=_DESCRIPTION,
-            citation=_CITATION,
+            citation=CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
             features=datasets.Features(
                 {"predictions": datasets.Value("string"), "references": datasets.Value("string")}
             ),
-            homepage="https://github.com/AlibabaResearch/DAMO-ConvAI/tree/main/api-bank",
-            codebase_urls=["https://github.com/AlibabaResearch/DAMO-ConvAI/tree/main/api-bank"],
+            homepage=HOMEPAGE,
+            codebase_urls=[HOMEPAGE],
             reference_urls=["https://aclanthology.org/2023.emnlp-main.187", "https://arxiv.org/abs/2304.08244"],
         )
 
@@ -99,8 +87,8 @@ class Apibank(evaluate.Metric):
         predictions,
         references,
         return_details=False,
-        protocols=("paper", "corrected"),
-        timeout=2.0,
+        protocols=PROTOCOLS,
+        timeout=JUDGE_TIMEOUT_S,
         data_dir=None,
     ):
         results = apibank.score(

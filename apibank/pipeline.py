@@ -25,18 +25,18 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from apibank.benchmark import DEFAULT_PROTOCOL, LEVELS, PROTOCOLS
 from apibank.files import atomic_write_text, atomic_writer, dumps_strict, json_line, json_safe
 from apibank.generate.backends import Backend, make_backend
 from apibank.generate.predictions import read_predictions, write_predictions
 from apibank.generate.runner import generate_predictions, sized_settings
-from apibank.report.table import LEVELS, format_table
+from apibank.report.table import format_table
 
 PREDICTIONS_FILE = "predictions.jsonl"
 DETAILS_FILE = "details.jsonl"
 RESULTS_FILE = "results.json"
 REPORT_FILE = "report.md"
 LEADERBOARD_DIR = "leaderboard"
-PROTOCOLS = ("paper", "corrected")
 
 
 def package_version() -> str:
@@ -245,7 +245,7 @@ def write_outputs(
     output_dir: Path,
     *,
     dataset_id: str | None,
-    leaderboard_protocol: str = "paper",
+    leaderboard_protocol: str = DEFAULT_PROTOCOL,
     dataset_revision: str | None = None,
     source: Any = None,
 ) -> dict[str, Path]:
@@ -290,7 +290,7 @@ def evaluate(
     backend_options: Mapping[str, Any] | None = None,
     dataset_id: str | None = None,
     dataset_revision: str | None = None,
-    leaderboard_protocol: str = "paper",
+    leaderboard_protocol: str = DEFAULT_PROTOCOL,
     overwrite: bool = False,
     progress: bool = True,
     rows: Sequence[Mapping[str, Any]] | None = None,
@@ -345,7 +345,7 @@ def score_file(
     protocols: Sequence[str] = PROTOCOLS,
     model: str | None = None,
     dataset_id: str | None = None,
-    leaderboard_protocol: str = "paper",
+    leaderboard_protocol: str = DEFAULT_PROTOCOL,
 ) -> dict[str, Any]:
     """Score an existing predictions file against the rows of the levels its ids name.
 

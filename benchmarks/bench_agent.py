@@ -29,9 +29,10 @@ from apibank_tools import Session
 
 from apibank.agent.agents import OracleAgent
 from apibank.agent.environment import EpisodeEnvironment
-from apibank.agent.episodes import LEVELS, load_episodes
 from apibank.agent.prompts import system_prompt
 from apibank.agent.runner import GoldCache, default_gold_cache, run_episode
+from apibank.benchmark import LEVELS, SETTINGS
+from apibank.data.episodes import load_episodes
 
 
 def floor(episodes, data) -> float:
@@ -69,7 +70,7 @@ def model_step_seconds(agent, episode, setting, data, repeat: int = 3) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", default=str(Path(__file__).resolve().parents[2] / "shared" / "apibank-upstream"))
-    parser.add_argument("--setting", default="all-tools", choices=["searcher", "all-tools"])
+    parser.add_argument("--setting", default="all-tools", choices=SETTINGS)
     parser.add_argument("--new-tokens", type=int, default=32)
     parser.add_argument("--gguf", default=None, help="a GGUF model for the model step (default: the tiny random model)")
     args = parser.parse_args()

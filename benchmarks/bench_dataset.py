@@ -22,7 +22,8 @@ from pathlib import Path
 
 import datasets
 
-from apibank.data.rows import TEST_CONFIGS, iter_rows
+from apibank.benchmark import LEVELS
+from apibank.data.rows import iter_rows
 from apibank_dataset import ApiBank
 
 
@@ -48,7 +49,7 @@ def main() -> None:
     datasets.logging.set_verbosity(logging.ERROR)
 
     print(f"{'config':<10}{'rows':>6}{'iter_rows (s)':>15}{'build (s)':>11}{'reload (s)':>12}")
-    for config in TEST_CONFIGS:
+    for config in LEVELS:
         rows, build, reload = [], [], []
         count = 0
         for _ in range(args.repeat):

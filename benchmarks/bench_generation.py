@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from apibank.benchmark import DEFAULT_FORMAT, FORMATS
+
 
 def default_model(scratch: Path) -> str:
     try:
@@ -36,7 +38,7 @@ def main() -> None:
     parser.add_argument("--data-dir", default=None, help="local copy of the upstream API-Bank folder")
     parser.add_argument("--model", default=None,
                         help="model id, folder or .gguf file; 'tiny' for a tiny random model (default: Gemma 3 270M GGUF)")
-    parser.add_argument("--format", dest="fmt", default="paper", choices=("paper", "chat", "tools"))
+    parser.add_argument("--format", dest="fmt", default=DEFAULT_FORMAT, choices=FORMATS)
     parser.add_argument("--level", default="level-1")
     parser.add_argument("--rows", type=int, default=32, help="the first N rows of the level (upstream order)")
     parser.add_argument("--max-new-tokens", type=int, default=None,

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from apibank.benchmark import JUDGE_MEMORY_MB, JUDGE_TIMEOUT_S, LEVELS, PROTOCOLS
 from apibank.data import upstream
 from apibank.data.rows import iter_rows
 from apibank.judge.judging import MAX_PREDICTION_CHARS
@@ -88,7 +89,7 @@ def _judged(prediction: str, reference: Any, data_dir: Path, timeout: float) -> 
     def case() -> tuple[str, float]:
         stats = RunStats()
         result = _score([prediction], [reference], protocols=(PROTOCOL["name"],), return_details=True,
-                        data_dir=data_dir, retriever=None, timeout=timeout, memory_mb=768, stats=stats)
+                        data_dir=data_dir, retriever=None, timeout=timeout, memory_mb=JUDGE_MEMORY_MB, stats=stats)
         categories = sorted({str(d["category"]) for d in result["details"]})
         return "/".join(categories), max((stats.peak_mb or {0: 0.0}).values(), default=0.0)
 
@@ -116,10 +117,10 @@ def _stuck_in_c(row: dict, data_dir: Path, timeout: float) -> Callable[[], tuple
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", help="local copy of upstream api-bank/ (default: $APIBANK_DATA_DIR)")
-    parser.add_argument("--timeout", type=float, default=2.0)
+    parser.add_argument("--timeout", type=float, default=JUDGE_TIMEOUT_S)
     args = parser.parse_args()
     data_dir = upstream.resolve_data_dir(args.data_dir)
-    rows = {row["id"]: row for level in ("level-1", "level-2", "level-3") for row in iter_rows(level, data_dir)}
+    rows = {row["id"]: row for level in LEVELS for row in iter_rows(level, data_dir)}
     email = rows["level-1/SendEmail-level-1-1#0"]
     search = rows["level-2/AddAgenda-level-3-1#0"]
     search3 = rows["level-3/0#0"]
@@ -127,7 +128,7 @@ def main() -> None:
     calc = rows["level-1/Calculator-level-1-1#0"]
     under = MAX_PREDICTION_CHARS - 100
     # Warm the shared things (model, catalogues, databases) once, as any scoring run does first.
-    _score([search["expected_output"]], [search["reference"]], protocols=("paper", "corrected"),
+    _score([search["expected_output"]], [search["reference"]], protocols=PROTOCOLS,
            return_details=False, data_dir=data_dir, retriever=None, timeout=None, memory_mb=None)
 
     deep_reference = '{"v": 1, "id": ' + "[" * 400_000 + "]" * 400_000 + "}"
@@ -176,13 +177,13 @@ def main() -> None:
             ("mirror", "1 byte per 0.2 s", lambda: (_download(url + "/drip", scratch / "c2", deadline=3.0), 0.0)),
             ("mirror", "short body (IncompleteRead)", lambda: (_download(url + "/short", scratch / "c3"), 0.0)),
         ]
-        print(f"timeout {args.timeout} s per sample, memory cap 768 MB per judging worker, "
+        print(f"timeout {args.timeout} s per sample, memory cap {JUDGE_MEMORY_MB} MB per judging worker, "
               f"MAX_PREDICTION_CHARS {MAX_PREDICTION_CHARS}")
         print("one judged sample per line (one row under one protocol); seconds include the fork of the judging worker")
         print(f"{'kind':<11} {'case':<44} {'protocol':<9} {'thread':<7} {'seconds':>8} {'peak MB':>8}  outcome")
         worst = {"seconds": 0.0, "mb": 0.0, "download": 0.0}
         for kind, name, case in cases:
-            protocols = ("paper", "corrected") if kind in ("prediction", "reference") else ("-",)
+            protocols = PROTOCOLS if kind in ("prediction", "reference") else ("-",)
             for protocol in protocols:
                 PROTOCOL["name"] = "paper" if protocol == "-" else protocol
                 for thread in (False, True):

@@ -29,7 +29,8 @@ from apibank_tools.environment import PristineData, pristine_data
 from apibank_tools.registry import LEVEL_1_2, LEVEL_3
 from apibank_tools.retrieval import catalogue
 
-from apibank.data.rows import TEST_CONFIGS, iter_rows
+from apibank.benchmark import LEVELS, PROTOCOLS
+from apibank.data.rows import iter_rows
 from apibank.data.upstream import resolve_data_dir
 from apibank.judge.judging import CachedRetriever, Judge
 from apibank.judge.scoring import response_scores, score
@@ -55,7 +56,7 @@ def main() -> None:
     args = parser.parse_args()
     data_dir = resolve_data_dir(args.data_dir)
 
-    rows = [row for config in TEST_CONFIGS for row in iter_rows(config, data_dir)]
+    rows = [row for config in LEVELS for row in iter_rows(config, data_dir)]
     predictions = [row["expected_output"] for row in rows]
     references = [row["reference"] for row in rows]
     api_rows = sum(row["kind"] == "api" for row in rows)
@@ -89,7 +90,7 @@ def main() -> None:
     print(f"metric (warm): {warm:7.3f} s  {rate_warm:9.0f} samples/s  (median of {args.repeat})")
     print(f"baseline:      {baseline:7.3f} s  {rate_base:9.0f} samples/s  ({limit} rows, environment re-read per API sample)")
     print(f"speed-up over the baseline: {rate_warm / rate_base:.1f}x warm, {rate_cold / rate_base:.1f}x cold")
-    for protocol in ("paper", "corrected"):
+    for protocol in PROTOCOLS:
         figures = ", ".join(
             f"{level} {block['api']['correct']}/{block['api']['total']}"
             for level, block in result[protocol].items()

@@ -22,6 +22,8 @@ from apibank_tools.environment import new_session
 from apibank_tools.registry import LEVEL_1_2
 from apibank_tools.retrieval import OnnxMiniLMBackend, Retriever, catalogue
 
+from apibank.benchmark import SEARCHER
+
 KEYWORDS = ["add schedule", "check the weather", "book meeting", "translate text", "query stock price"]
 
 
@@ -38,7 +40,7 @@ def main() -> None:
     load = time.perf_counter() - start
 
     def call(keywords: str, searcher: Retriever) -> None:
-        new_session("level-1-2", args.data_dir, retriever=searcher).call("ToolSearcher", {"keywords": keywords})
+        new_session("level-1-2", args.data_dir, retriever=searcher).call(SEARCHER, {"keywords": keywords})
 
     start = time.perf_counter()
     call(KEYWORDS[0], retriever)

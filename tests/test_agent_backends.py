@@ -12,7 +12,7 @@ import pytest
 from apibank.agent.agents import OracleAgent
 from apibank.agent.backends import TransformersAgent, step_from_text, text_prompt, _CallIds
 from apibank.agent.environment import EpisodeEnvironment
-from apibank.agent.episodes import load_episodes
+from apibank.data.episodes import load_episodes
 from apibank.agent.runner import Limits, default_gold_cache, run_episode
 from apibank.cli.main import main
 

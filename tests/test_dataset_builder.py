@@ -17,7 +17,8 @@ import pytest
 import yaml
 
 from apibank.data.features import arrow_row
-from apibank.data.rows import TRAINING_CONFIG, iter_rows, required_files
+from apibank.data.configs import TRAINING_CONFIG, required_files
+from apibank.data.rows import iter_rows
 from apibank.data.upstream import (
     BASE_URL_ENV,
     DATA_DIR_ENV,

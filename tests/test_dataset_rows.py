@@ -8,14 +8,9 @@ from collections import Counter
 import pytest
 from apibank_tools.registry import LEVEL_1_2
 
-from apibank.data.rows import (
-    LEVEL_3_HEADER,
-    TRAINING_CONFIG,
-    dialogue_samples,
-    instruction_tools,
-    iter_rows,
-    required_files,
-)
+from apibank.data.configs import TRAINING_CONFIG, required_files
+from apibank.data.rendering import LEVEL_3_HEADER, instruction_tools
+from apibank.data.rows import dialogue_samples, iter_rows
 from apibank.data.upstream import UpstreamDataError, manifest
 
 TURN_KEYS = {"role", "text", "api_name", "arguments", "result"}

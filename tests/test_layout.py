@@ -73,6 +73,19 @@ def test_the_tool_environment_never_imports_the_benchmark(graph):
     assert not upward
 
 
+def test_data_never_imports_judge_and_judge_never_imports_agent(graph):
+    forbidden = {"apibank.data": "apibank.judge", "apibank.judge": "apibank.agent"}
+    upward = sorted(
+        (name, target)
+        for name, targets in graph.items()
+        for room, other in forbidden.items()
+        if name == room or name.startswith(room + ".")
+        for target in targets
+        if target == other or target.startswith(other + ".")
+    )
+    assert not upward
+
+
 def test_no_import_cycle_in_either_package(graph):
     # Importing a package's submodule runs the package's __init__ first, but that edge is the
     # interpreter's, not a dependency the code declares; only declared imports are followed.

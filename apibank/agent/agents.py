@@ -24,7 +24,8 @@ from typing import Any, Protocol
 from apibank_tools.registry import toolset
 from apibank_tools.text import space_before_capitals
 
-from apibank.agent.episodes import SEARCHER, Episode, GoldCall
+from apibank.benchmark import SEARCHER
+from apibank.data.episodes import Episode, GoldCall
 from apibank.agent.judge import (
     generates_random_values,
     random_substitutions,

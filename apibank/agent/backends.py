@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from apibank.agent.agents import Step, ToolCall
-from apibank.agent.episodes import Episode
+from apibank.data.episodes import Episode
 
 # ------------------------------------------------------------------------------ the text template
 TEXT_TOOLS_HEADER = (

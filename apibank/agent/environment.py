@@ -24,9 +24,9 @@ from apibank_tools.base import CallRejected, CallTimeout
 from apibank_tools.environment import PristineData, Session
 from apibank_tools.registry import toolset
 
-from apibank.agent.episodes import SEARCHER, Episode
+from apibank.benchmark import SEARCHER, SETTINGS
+from apibank.data.episodes import Episode
 
-SETTINGS = ("searcher", "all-tools")
 SESSION_SEED = 0
 
 

@@ -39,7 +39,8 @@ from apibank_tools.base import CallRejected, CallTimeout, Tool
 from apibank_tools.environment import PristineData, Session
 
 from apibank.agent.environment import SESSION_SEED, CallRecord
-from apibank.agent.episodes import SEARCHER, Episode, GoldCall
+from apibank.benchmark import SEARCHER
+from apibank.data.episodes import Episode, GoldCall
 from apibank.judge.rouge import EmptyText, rouge_l
 
 

@@ -19,7 +19,8 @@ import dataclasses
 from typing import Any
 
 from apibank.agent.agents import OracleAgent
-from apibank.agent.episodes import SEARCHER, Episode, GoldCall
+from apibank.benchmark import SEARCHER
+from apibank.data.episodes import Episode, GoldCall
 from apibank.agent.judge import GoldReference, GoldStep
 
 MUTATIONS = ("argument", "drop", "extra-write")

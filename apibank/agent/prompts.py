@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from apibank.agent.environment import offered_at_start
-from apibank.agent.episodes import SEARCHER, Episode
+from apibank.benchmark import SEARCHER
+from apibank.data.episodes import Episode
 
 BASE = (
     "You are an assistant that helps the user by calling tools. Call a tool when you need information "

@@ -21,7 +21,7 @@ from apibank_tools.environment import PristineData, pristine_data
 
 from apibank.agent.agents import Agent
 from apibank.agent.environment import EpisodeEnvironment
-from apibank.agent.episodes import Episode, EpisodeSet
+from apibank.data.episodes import Episode, EpisodeSet
 from apibank.agent.judge import GoldReference, judge_episode, replay_gold
 from apibank.agent.prompts import system_prompt
 from apibank.agent.trials import mean_over_episodes, pass_at_k, pass_hat_k

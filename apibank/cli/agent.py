@@ -8,8 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from apibank.agent.environment import SETTINGS
-from apibank.agent.episodes import LEVELS
+from apibank.benchmark import DEFAULT_SETTING, LEVELS, SETTINGS
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -17,7 +16,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="oracle (scripted gold agent), none (answers without calls), a Hub id or local path "
                              "(transformers; a .gguf file works), or a model name served by --base-url")
     parser.add_argument("--levels", nargs="+", default=list(LEVELS), choices=LEVELS)
-    parser.add_argument("--setting", default="searcher", choices=SETTINGS,
+    parser.add_argument("--setting", default=DEFAULT_SETTING, choices=SETTINGS,
                         help="searcher: find tools with ToolSearcher (level 1: the dialogue's tools are given); "
                              "all-tools: every tool of the set offered")
     parser.add_argument("--data-dir", default=None, help="local upstream copy (default: $APIBANK_DATA_DIR or download)")
@@ -40,7 +39,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from apibank.agent.episodes import load_episodes
+    from apibank.data.episodes import load_episodes
     from apibank.agent.files import summary_table, write_outputs
     from apibank.agent.runner import DEFAULT_MAX_STEPS, DEFAULT_TIME_LIMIT, Limits, default_gold_cache, read_trajectories, run_level, summarise
 

@@ -10,9 +10,9 @@ import json
 import re
 from pathlib import Path
 
+from apibank.benchmark import DEFAULT_PROTOCOL, FORMATS, PROTOCOLS, TEMPLATE_MODES
 from apibank.cli.checks import UsageError
 
-FORMATS = ("paper", "chat", "tools")
 BACKENDS = ("transformers", "vllm", "openai")
 
 
@@ -60,13 +60,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
                      help="openai, chat format: send API results as user turns (the hosted OpenAI API rejects "
                      "tool messages that answer no tool call)")
     out = parser.add_argument_group("scoring and leaderboard")
-    out.add_argument("--protocols", nargs="+", choices=("paper", "corrected"), default=["paper", "corrected"])
+    out.add_argument("--protocols", nargs="+", choices=PROTOCOLS, default=list(PROTOCOLS))
     out.add_argument("--dataset-id", type=_hub_id("--dataset-id"), default=None, metavar="NAMESPACE/NAME",
                      help="the benchmark's Hub dataset (the repository holding eval.yaml) the leaderboard files "
                      "point at; without it no model leaderboard files are written; required to push")
     out.add_argument("--dataset-revision", default=None, metavar="COMMIT",
                      help="commit of that Hub dataset repository (default: read from the Hub when pushing)")
-    out.add_argument("--leaderboard-protocol", choices=("paper", "corrected"), default="paper",
+    out.add_argument("--leaderboard-protocol", choices=PROTOCOLS, default=DEFAULT_PROTOCOL,
                      help="protocol of the report's per-API plot (the leaderboard files hold every protocol)")
     out.add_argument("--push-to-hub", nargs="?", const=True, default=None, metavar="MODEL_REPO",
                      help="upload the per-sample details as a dataset, then open a pull request with the results "
@@ -191,9 +191,6 @@ def check_arguments(args: argparse.Namespace, fmt: str, output: Path) -> int:
             raise UsageError(f"{need} needs a chat template and {args.model} has none; give one with "
                              "--chat-template FILE" + (", or use --format paper" if fmt != "paper" else ""))
     return kept
-
-
-TEMPLATE_MODES = ("auto", "on", "off")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,13 +14,15 @@ from __future__ import annotations
 import argparse
 import sys
 
+from apibank.benchmark import LEVEL_NUMBERS
+
 
 def _levels(text: str) -> tuple[int, ...]:
     try:
         levels = tuple(int(part) for part in text.split(",") if part.strip())
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected levels like 1,2,3, got {text!r}") from None
-    if not levels or any(level not in (1, 2, 3) for level in levels):
+    if not levels or any(level not in LEVEL_NUMBERS for level in levels):
         raise argparse.ArgumentTypeError(f"levels must be among 1, 2, 3, got {text!r}")
     return levels
 

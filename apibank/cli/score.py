@@ -6,17 +6,19 @@ import argparse
 import json
 import sys
 
+from apibank.benchmark import DEFAULT_PROTOCOL, PROTOCOLS
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("predictions", help="predictions file (JSON lines: id, prediction, ...)")
     parser.add_argument("--data-dir", default=None, help="local copy of the upstream API-Bank folder (default: download)")
     parser.add_argument("--output", default=None, help="where results, report and leaderboard files go "
                         "(default: the predictions file's folder)")
-    parser.add_argument("--protocols", nargs="+", choices=("paper", "corrected"), default=["paper", "corrected"])
+    parser.add_argument("--protocols", nargs="+", choices=PROTOCOLS, default=list(PROTOCOLS))
     parser.add_argument("--model", default=None, help="model id for the results and leaderboard files "
                         "(default: the file's `model` field)")
     parser.add_argument("--dataset-id", default=None, help="Hub dataset id the leaderboard files point at")
-    parser.add_argument("--leaderboard-protocol", choices=("paper", "corrected"), default="paper")
+    parser.add_argument("--leaderboard-protocol", choices=PROTOCOLS, default=DEFAULT_PROTOCOL)
     parser.add_argument("--json", action="store_true", help="print results.json instead of the table")
 
 

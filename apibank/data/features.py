@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 import datasets
 
-from apibank.data.rows import missing_files_message, missing_local_files, required_files
+from apibank.data.configs import missing_files_message, missing_local_files, required_files
 from apibank.data.upstream import (
     BASE_URL_ENV,
     UpstreamDataError,

@@ -33,10 +33,9 @@ from typing import Iterable
 
 from apibank_tools.errors import UpstreamDataError
 
-DATA_DIR_ENV = "APIBANK_DATA_DIR"
-# Overrides the upstream host (mirrors, tests with a local server). Paths are appended as in upstream.
-BASE_URL_ENV = "APIBANK_UPSTREAM_URL"
-CACHE_ENV = "APIBANK_CACHE"
+from apibank.benchmark import CACHE_ENV, DATA_DIR_ENV
+from apibank.benchmark import UPSTREAM_URL_ENV as BASE_URL_ENV
+
 # For the few files the manifest pins by git blob id only (no size): no upstream file is larger.
 MAX_UNSIZED_BYTES = 64 * 1024 * 1024
 DOWNLOAD_CHUNK = 1 << 16

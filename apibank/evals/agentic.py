@@ -26,8 +26,9 @@ from inspect_ai.scorer import Score, Target, mean, pass_at, pass_k, scorer
 from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.tool import Tool, ToolDef, ToolParams
 
-from apibank.agent.environment import SETTINGS, EpisodeEnvironment
-from apibank.agent.episodes import LEVELS, Episode, load_episodes
+from apibank.agent.environment import EpisodeEnvironment
+from apibank.benchmark import DATA_DIR_ENV, DEFAULT_SETTING, LEVELS, SETTINGS
+from apibank.data.episodes import Episode, load_episodes
 from apibank.agent.judge import judge_episode
 from apibank.agent.prompts import system_prompt
 from apibank.agent.runner import (
@@ -139,7 +140,7 @@ def achieved():
 @task
 def apibank_agentic(
     level: str = "level-3",
-    setting: str = "searcher",
+    setting: str = DEFAULT_SETTING,
     data_dir: str | None = None,
     trials: int = 1,
     max_steps: int = DEFAULT_MAX_STEPS,
@@ -150,7 +151,7 @@ def apibank_agentic(
         raise ValueError(f"level must be one of {', '.join(LEVELS)}, not {level!r}")
     if setting not in SETTINGS:
         raise ValueError(f"setting must be one of {', '.join(SETTINGS)}, not {setting!r}")
-    data_dir = data_dir or os.environ.get("APIBANK_DATA_DIR")
+    data_dir = data_dir or os.environ.get(DATA_DIR_ENV)
     episodes = load_episodes(level, data_dir).episodes
     samples = [
         Sample(id=e.id, input=e.turns[0].user, target=[t.answer for t in e.turns if t.answer] or [""],

@@ -28,15 +28,13 @@ from inspect_ai.model import ChatMessageUser, GenerateConfig
 from inspect_ai.scorer import Score, SampleScore, Target, metric, scorer
 from inspect_ai.solver import Generate, TaskState, generate, solver
 
+from apibank.benchmark import LEVEL_NUMBERS, PROTOCOLS
 from apibank.evals import _offline
 from apibank.evals.spec import FIELD_SPEC, METRIC_NAME, SCORER_NAME, SOLVER_NAME, registration_name
 
 _offline.install()  # mockllm's usage estimate must not need tiktoken's download
 _THIS = sys.modules[__name__]
 TASK_NAME = "api_bank"
-
-PROTOCOLS = ("paper", "corrected")
-LEVELS = (1, 2, 3)
 
 
 # ---------------------------------------------------------------------------------------- dataset
@@ -52,8 +50,8 @@ def sample_from_row(row: Mapping[str, Any]) -> Sample:
 
 def level_dataset(level: int, data_dir: str | None = None, dataset: str | None = None,
                   revision: str | None = None) -> Dataset:
-    if level not in LEVELS:
-        raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
+    if level not in LEVEL_NUMBERS:
+        raise ValueError(f"level must be one of {LEVEL_NUMBERS}, got {level!r}")
     config = f"level-{level}"
     if dataset:
         return hf_dataset(dataset, split="test", name=config, revision=revision,

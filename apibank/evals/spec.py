@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from apibank.benchmark import PROTOCOLS
+
 # Registry namespace of this package's inspect-ai objects (inspect prefixes the installed package name).
 NAMESPACE = "apibank"
 
@@ -52,4 +54,4 @@ def solvers_spec() -> list[dict[str, Any]]:
 
 def scorers_spec() -> list[dict[str, Any]]:
     """One scorer, both judging protocols (paper and corrected) reported side by side."""
-    return [{"name": qualified(SCORER_NAME), "args": {"protocols": ["paper", "corrected"]}}]
+    return [{"name": qualified(SCORER_NAME), "args": {"protocols": list(PROTOCOLS)}}]

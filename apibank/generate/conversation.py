@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-FORMATS = ("paper", "chat", "tools")
+from apibank.benchmark import FORMATS
 
 Message = dict[str, Any]
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from apibank.data.features import CONFIGS
-from apibank.data.rows import (
+from apibank.data.configs import (
     TRAINING_CONFIG,
     TRAINING_LEVELS,
     missing_files_message,

@@ -31,22 +31,12 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
+from apibank.benchmark import BENCHMARK_NAME, DEFAULT_FORMAT, DEFAULT_PROTOCOL, FULL_COUNTS, LEVELS, PROTOCOLS
 from apibank.files import atomic_write_text
-from apibank.report.table import LEVELS, PROTOCOL_ORDER
 
 EVAL_RESULTS_DIR = ".eval_results"
 VARIANT_PREFIX = "api-bank"
-DEFAULT_PROTOCOL = "paper"
-DEFAULT_FORMAT = "paper"
 EVALUATION_FRAMEWORK = "inspect-ai"  # one of huggingface.js EVALUATION_FRAMEWORKS (eval.ts)
-BENCHMARK_NAME = "API-Bank"
-
-# Samples per level of the benchmark (test split): API-call rows, response rows.
-FULL_COUNTS = {
-    "level-1": {"api": 399, "response": 375},
-    "level-2": {"api": 135, "response": 103},
-    "level-3": {"api": 245, "response": 50},
-}
 
 BENCHMARK_DESCRIPTION = (
     "API-Bank (Li et al., EMNLP 2023) evaluates tool-augmented LLMs with executable APIs. Level 1 (399 "
@@ -247,7 +237,7 @@ def model_index_results(
     scores = results["scores"]
     fmt = prompt_format(results)
     out = []
-    for protocol in [p for p in PROTOCOL_ORDER if p in scores]:
+    for protocol in [p for p in PROTOCOLS if p in scores]:
         for task in TASKS.values():
             value = task_value(scores, protocol, task.config, task.kind)
             if value is None:
@@ -334,7 +324,7 @@ def write_leaderboard_files(
     check_repo_id(dataset_id, "the benchmark dataset id")
     results_dir.mkdir(parents=True, exist_ok=True)
     fmt = prompt_format(results)
-    for protocol in [p for p in PROTOCOL_ORDER if p in results["scores"]]:
+    for protocol in [p for p in PROTOCOLS if p in results["scores"]]:
         entries = eval_result_entries(
             results, dataset_id=dataset_id, protocol=protocol, dataset_revision=dataset_revision, source=source
         )

@@ -22,7 +22,6 @@ parsing. Nothing from a prediction is evaluated: parsing is regular expressions 
 
 from __future__ import annotations
 
-import copy
 import os
 import threading
 from dataclasses import dataclass, field
@@ -35,9 +34,10 @@ from apibank_tools.registry import toolset
 from apibank_tools.retrieval import BACKEND_ENV, catalogue, default_retriever, found_tool
 from apibank_tools.text import space_before_capitals
 
+from apibank.benchmark import SEARCHER
+from apibank.data.renames import renamed, renamed_record
 from apibank.judge.parsing import ParseError, parse_paper, parse_typed
-
-SEARCHER = "ToolSearcher"
+from apibank.judge.worker import MEMORY_LIMIT, TIMEOUT
 
 # The original evaluator's categories (spec protocol §4.2).
 NO_API_CALL = "NO_API_CALL"
@@ -62,10 +62,6 @@ ABORT_INVALID_VALUE = "ABORT_INVALID_VALUE"
 ABORT_MISSING_KEYWORDS = "ABORT_MISSING_KEYWORDS"
 ABORT_CHECK_ERROR = "ABORT_CHECK_ERROR"
 ABORT_EXECUTION_ERROR = "ABORT_EXECUTION_ERROR"
-# The call ran past its time limit (the original has none: a hanging Calculator formula hangs it).
-TIMEOUT = "TIMEOUT"
-# The judging process hit its memory limit (or died) on this sample.
-MEMORY_LIMIT = "MEMORY_LIMIT"
 # Level 3 paper: the tool raised TypeError, which lv3_evaluator catches and counts as a failed line.
 EXECUTION_TYPE_ERROR = "EXECUTION_TYPE_ERROR"
 # The prediction is longer than any answer the judge reads (MAX_PREDICTION_CHARS); judged wrong unread.
@@ -104,13 +100,6 @@ CATEGORY_DESCRIPTIONS = {
     GOLD_CALL_FAILED: "corrected: the prediction differs from the recorded gold and the gold call itself fails in the "
     "replayed state (a data error, reported; never counted correct)",
 }
-
-# Parameters renamed in the tools after annotation: the recorded gold calls still use the old name.
-RENAMED_PARAMETERS: dict[str, dict[str, str]] = {
-    "TimedSwitch": {"device_id": "name"},
-    "CancelTimedSwitch": {"device_id": "name"},
-}
-
 
 @dataclass
 class Verdict:
@@ -478,30 +467,6 @@ def _gold_failed(executed: Record | None, recorded: Record) -> bool:
 def _is_type_error(rejection: CallRejected) -> bool:
     """A rejection standing for a TypeError the original tool raised (lv3_evaluator catches those)."""
     return isinstance(rejection.__cause__, TypeError) or str(rejection) == UNKNOWN_COORDINATES
-
-
-def renamed(tool_name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """Arguments with parameters renamed after annotation given their current name."""
-    renames = RENAMED_PARAMETERS.get(tool_name)
-    if not renames or not isinstance(arguments, dict):
-        return dict(arguments) if isinstance(arguments, dict) else {}
-    result = {}
-    for key, value in arguments.items():
-        new = renames.get(key)
-        if new is not None and new not in arguments:
-            result[new] = value
-        else:
-            result[key] = value
-    return result
-
-
-def renamed_record(tool_name: str, record: Record) -> Record:
-    """The recorded result with renamed parameters in its ``input`` (a copy when anything is renamed)."""
-    if tool_name in RENAMED_PARAMETERS and isinstance(record.get("input"), dict):
-        copied = copy.deepcopy(record)
-        copied["input"] = renamed(tool_name, copied["input"])
-        return copied
-    return record
 
 
 def _replay_calls(earlier: Iterable[dict[str, Any]]) -> Iterable[tuple[str, dict[str, Any], Record]]:

@@ -14,7 +14,9 @@ from typing import Any, Mapping, Sequence
 
 from apibank_tools.registry import toolset
 
-REFERENCE_VERSION = 1
+from apibank.benchmark import LEVEL_NUMBERS
+from apibank.data.rows import REFERENCE_VERSION
+
 # The largest reference of the dataset has 3,952 characters.
 MAX_REFERENCE_CHARS = 1_000_000
 MAX_DEPTH = 64
@@ -108,7 +110,7 @@ def validate_reference(reference: Any) -> dict[str, Any]:
     if not identifier or len(identifier) > MAX_ID_CHARS:
         raise _Invalid("id", f"must be a non-empty string of at most {MAX_ID_CHARS} characters")
     level = _require(reference, "level", (int,))
-    if level not in (1, 2, 3):
+    if level not in LEVEL_NUMBERS:
         raise _Invalid("level", f"must be 1, 2 or 3, got {level!r}")
     kind = _require(reference, "kind", (str,))
     if kind not in ("api", "response"):

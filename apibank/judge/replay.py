@@ -11,19 +11,17 @@ This is the check behind the spec's verification tables (tools-a-m.md §2, tools
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Iterator
 
 from apibank_tools.base import CallRejected, Record
 from apibank_tools.environment import PristineData, Session, pristine_data
 from apibank_tools.text import space_before_capitals
 
-from apibank.data.upstream import fetch, manifest, upstream_source
-
-LEVEL12_FOLDERS = ("lv1-lv2-samples/level-1-given-desc", "lv1-lv2-samples/level-2-toolsearcher")
+from apibank.benchmark import SEARCHER, TOOLSETS
+from apibank.data.dialogues import DIALOGUE_FOLDERS, iter_dialogues, level3_dialogues
+from apibank.data.upstream import upstream_source
 
 
 @dataclass(frozen=True)
@@ -58,26 +56,20 @@ class ToolSetReport:
         }
 
 
-def _dialogue_turns(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
-
-
 def level12_gold_calls(data_dir: str | os.PathLike[str] | None = None) -> Iterator[GoldCall]:
-    for folder in LEVEL12_FOLDERS:
-        for rel in manifest().under(folder, ".jsonl"):
-            turns = _dialogue_turns(fetch(rel, data_dir))
+    for level in DIALOGUE_FOLDERS:
+        for dialogue in iter_dialogues(level, data_dir):
             earlier: list[tuple[str, dict[str, Any], Record]] = []
-            for position, turn in enumerate(turns):
+            for position, turn in enumerate(dialogue.turns):
                 if turn.get("role") != "API":
                     continue
                 result = turn["result"]
-                yield GoldCall(rel.rsplit("/", 1)[1], position, turn["api_name"], dict(result["input"] or {}), result, tuple(earlier))
+                yield GoldCall(dialogue.file, position, turn["api_name"], dict(result["input"] or {}), result, tuple(earlier))
                 earlier.append((turn["api_name"], dict(result["input"] or {}), result))
 
 
 def level3_gold_calls(data_dir: str | os.PathLike[str] | None = None) -> Iterator[GoldCall]:
-    dialogues = json.loads(fetch("test-data/level-3.json", data_dir).read_text("utf-8"))
-    for sample_id, dialogue in enumerate(dialogues):
+    for sample_id, dialogue in enumerate(level3_dialogues(data_dir)):
         earlier: list[tuple[str, dict[str, Any], Record]] = []
         for api_id, call in enumerate(dialogue["apis"]):
             recorded = call["output"]
@@ -133,15 +125,15 @@ def replay_toolset(
 def _searcher_figures(calls: list[GoldCall], retriever: Any) -> dict[str, Any]:
     from apibank_tools.retrieval import retrieve
 
-    searches = [c for c in calls if c.api_name == "ToolSearcher"]
+    searches = [c for c in calls if c.api_name == SEARCHER]
 
     def recorded_tool(call: GoldCall) -> str:
         output = call.recorded["output"]
         return (output[-1] if isinstance(output, list) else output)["name"]
 
-    as_recorded = sum(retrieve("level-3", c.arguments["keywords"], retriever) == recorded_tool(c) for c in searches)
+    as_recorded = sum(retrieve(TOOLSETS["level-3"], c.arguments["keywords"], retriever) == recorded_tool(c) for c in searches)
     split = sum(
-        retrieve("level-3", space_before_capitals(c.arguments["keywords"]), retriever) == recorded_tool(c)
+        retrieve(TOOLSETS["level-3"], space_before_capitals(c.arguments["keywords"]), retriever) == recorded_tool(c)
         for c in searches
     )
     return {"tool_searcher": {"total": len(searches), "retrieves_recorded_tool": as_recorded, "retrieves_recorded_tool_camel_split": split}}
@@ -149,11 +141,12 @@ def _searcher_figures(calls: list[GoldCall], retriever: Any) -> dict[str, Any]:
 
 def run_replay(data_dir: str | os.PathLike[str] | None = None, retriever: Any = None) -> dict[str, dict[str, Any]]:
     data = pristine_data(upstream_source(data_dir))
-    level12 = replay_toolset("level-1-2", list(level12_gold_calls(data_dir)), data, retriever)
+    level12_tools, level3_tools = TOOLSETS["level-1"], TOOLSETS["level-3"]
+    level12 = replay_toolset(level12_tools, list(level12_gold_calls(data_dir)), data, retriever)
     level3_calls = list(level3_gold_calls(data_dir))
-    level3 = replay_toolset("level-3", level3_calls, data, retriever)
+    level3 = replay_toolset(level3_tools, level3_calls, data, retriever)
     level3.extra.update(_searcher_figures(level3_calls, retriever))
-    return {"level-1-2": level12.as_dict(), "level-3": level3.as_dict()}
+    return {level12_tools: level12.as_dict(), level3_tools: level3.as_dict()}
 
 
 def format_table(results: dict[str, dict[str, Any]]) -> str:

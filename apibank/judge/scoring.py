@@ -78,19 +78,14 @@ from apibank_tools.retrieval import found_tool
 from apibank.data.upstream import upstream_source
 from apibank_tools.base import Record
 
-from apibank.judge.judging import MAX_PREDICTION_CHARS, SEARCHER, Judge, Verdict
+from apibank.benchmark import JUDGE_MEMORY_MB, JUDGE_TIMEOUT_S, PROTOCOL_DESCRIPTIONS, PROTOCOLS, SEARCHER
+from apibank.judge.judging import MAX_PREDICTION_CHARS, Judge, Verdict
 from apibank.judge.worker import (
-    DEFAULT_MEMORY_MB, Overrun, RunStats, Step, check_timeout, fresh_locks, fresh_module_locks, run_steps,
+    Overrun, RunStats, Step, check_timeout, fresh_locks, fresh_module_locks, run_steps,
 )
 from apibank.judge.references import ReferenceError, parse_references
 from apibank.judge.rouge import EmptyText, needs_deep_recursion, rouge_l, rouge_score_l
 
-PROTOCOLS = {
-    "paper": "the original API-Bank evaluators bug for bug (regex parsing, text values, original checks and "
-    "categories, shared gold records for duplicates; aborts counted wrong; fresh state per level-3 step)",
-    "corrected": "ast literal parsing, typed coercion, earlier gold calls replayed, checks without judging bugs, "
-    "ToolSearcher judged on the retrieved tool, renamed parameters and data drift handled",
-}
 # Execution-side failures, which lv3_evaluator counts apart from incorrect judgements.
 _EXECUTION_CATEGORIES = {
     "NO_API_CALL", "UNKNOWN_API", "INVALID_INPUT_PARAMETER", "MISS_INPUT_ARGUMENT", "TIMEOUT",
@@ -389,12 +384,12 @@ def score(
     predictions: Sequence[str],
     references: Sequence[str | Mapping[str, Any]],
     *,
-    protocols: Iterable[str] = ("paper", "corrected"),
+    protocols: Iterable[str] = PROTOCOLS,
     return_details: bool = False,
     data_dir: str | os.PathLike[str] | None = None,
     retriever: Any = None,
-    timeout: float | None = 2.0,
-    memory_mb: float | None = DEFAULT_MEMORY_MB,
+    timeout: float | None = JUDGE_TIMEOUT_S,
+    memory_mb: float | None = JUDGE_MEMORY_MB,
 ) -> dict[str, Any]:
     """Score ``predictions`` (generated texts) against dataset ``references``; see the module docstring.
 
@@ -462,7 +457,7 @@ def _score(
         figures = None if protocol == "paper" else _searcher_figures(gold, parsed)
         output[protocol] = _aggregate(protocol, parsed, per_protocol[protocol], responses, figures)
     output["revision"] = revisions[0] if revisions else None
-    output["protocols"] = {p: PROTOCOLS[p] for p in protocols}
+    output["protocols"] = {p: PROTOCOL_DESCRIPTIONS[p] for p in protocols}
     if return_details:
         output["details"] = [
             _detail(protocol, reference, per_protocol[protocol].get(i), responses.get(i))

@@ -42,9 +42,13 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Sequence
 
+from apibank.benchmark import JUDGE_MEMORY_MB
+
+# The categories of an overrun step, reported as verdict categories: the call ran past its time limit
+# (the original evaluators have none: a hanging Calculator formula hangs them), or the judging process
+# hit its memory limit (or died).
 TIMEOUT = "TIMEOUT"
 MEMORY_LIMIT = "MEMORY_LIMIT"
-DEFAULT_MEMORY_MB = 768
 # A fork is ready in milliseconds; this only guards against a child that never starts.
 READY_WAIT_S = 120.0
 
@@ -180,7 +184,7 @@ def run_steps(
     handler: Handler,
     *,
     timeout: float | None,
-    memory_mb: float | None = DEFAULT_MEMORY_MB,
+    memory_mb: float | None = JUDGE_MEMORY_MB,
     after_fork: Callable[[], Any] | None = None,
     finish: Callable[[], Any] | None = None,
     merge: Callable[[Any], None] | None = None,

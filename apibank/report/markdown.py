@@ -7,7 +7,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from apibank.report.table import LEVELS, PROTOCOL_ORDER, markdown_table
+from apibank.benchmark import LEVELS, PROTOCOLS
+from apibank.report.table import markdown_table
 
 PLOTS = {
     "accuracy": "per_level_accuracy.png",
@@ -17,11 +18,11 @@ PLOTS = {
 
 
 def _levels(scores: Mapping[str, Any]) -> list[str]:
-    return [level for level in LEVELS if any(level in scores.get(p, {}) for p in PROTOCOL_ORDER)]
+    return [level for level in LEVELS if any(level in scores.get(p, {}) for p in PROTOCOLS)]
 
 
 def _protocols(scores: Mapping[str, Any]) -> list[str]:
-    return [p for p in PROTOCOL_ORDER if p in scores]
+    return [p for p in PROTOCOLS if p in scores]
 
 
 def api_totals(rows: Iterable[Mapping[str, Any]]) -> dict[str, Counter]:

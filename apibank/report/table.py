@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-LEVELS = ("level-1", "level-2", "level-3")
-PROTOCOL_ORDER = ("paper", "corrected")
+from apibank.benchmark import LEVELS, PROTOCOLS
 
 
 def _accuracy(cell: Mapping[str, Any] | None) -> str:
@@ -23,8 +22,8 @@ def _rouge(cell: Mapping[str, Any] | None) -> str:
 def score_rows(scores: Mapping[str, Any], levels: Sequence[str]) -> list[tuple[str, str, list[str]]]:
     """(protocol, metric, one cell per level) for every protocol present in ``scores``."""
     rows = []
-    for protocol in [p for p in PROTOCOL_ORDER if p in scores] + [
-        p for p in scores.get("protocols", {}) if p not in PROTOCOL_ORDER and p in scores
+    for protocol in [p for p in PROTOCOLS if p in scores] + [
+        p for p in scores.get("protocols", {}) if p not in PROTOCOLS and p in scores
     ]:
         block = scores[protocol]
         rows.append((protocol, "API call accuracy", [_accuracy(block.get(level, {}).get("api")) for level in levels]))
@@ -37,7 +36,7 @@ def score_rows(scores: Mapping[str, Any], levels: Sequence[str]) -> list[tuple[s
 
 
 def format_table(scores: Mapping[str, Any], levels: Sequence[str] | None = None, title: str | None = None) -> str:
-    levels = [level for level in (levels or LEVELS) if any(level in scores.get(p, {}) for p in PROTOCOL_ORDER)]
+    levels = [level for level in (levels or LEVELS) if any(level in scores.get(p, {}) for p in PROTOCOLS)]
     rows = score_rows(scores, levels)
     headers = ["protocol", "metric", *levels]
     body = [[protocol, metric, *cells] for protocol, metric, cells in rows]
@@ -54,7 +53,7 @@ def format_table(scores: Mapping[str, Any], levels: Sequence[str] | None = None,
 
 
 def markdown_table(scores: Mapping[str, Any], levels: Sequence[str] | None = None) -> str:
-    levels = [level for level in (levels or LEVELS) if any(level in scores.get(p, {}) for p in PROTOCOL_ORDER)]
+    levels = [level for level in (levels or LEVELS) if any(level in scores.get(p, {}) for p in PROTOCOLS)]
     lines = ["| protocol | metric | " + " | ".join(levels) + " |", "|---|---|" + "---|" * len(levels)]
     for protocol, metric, cells in score_rows(scores, levels):
         lines.append(f"| {protocol} | {metric} | " + " | ".join(cells) + " |")

@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from apibank.generate.backends.base import Backend, Completion, first_stop
+from apibank.benchmark import TEMPLATE_MODES
 from apibank.generate.conversation import Conversation
 from apibank.generate.templates import TemplateAdapter, TemplateRefusal
 from apibank.generate.toolcalls import ToolCall, calls_from_message, calls_in_text
 
 
 # ------------------------------------------------------------------------------ HF tokenizer use
-TEMPLATE_MODES = ("auto", "on", "off")
 
 
 def read_chat_template(path: str | os.PathLike[str]) -> str:

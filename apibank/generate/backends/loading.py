@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from apibank.benchmark import GGUF_CACHE_ENV
+
 
 @dataclass(frozen=True)
 class ModelSource:
@@ -66,7 +68,7 @@ def check_gguf_extra() -> None:
 
 
 def gguf_cache_root() -> Path | None:
-    setting = os.environ.get("APIBANK_GGUF_CACHE")
+    setting = os.environ.get(GGUF_CACHE_ENV)
     if setting is not None and setting.strip().lower() in {"off", "0", "no", "false", ""}:
         return None
     if setting:

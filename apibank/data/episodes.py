@@ -12,22 +12,13 @@ answer). The model sees only the user texts; the gold calls are what the judge r
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from apibank.data.upstream import fetch, manifest
-from apibank.judge.judging import RENAMED_PARAMETERS
-
-LEVELS = ("level-1", "level-2", "level-3")
-SEARCHER = "ToolSearcher"
-LEVEL_FOLDERS = {
-    "level-1": "lv1-lv2-samples/level-1-given-desc",
-    "level-2": "lv1-lv2-samples/level-2-toolsearcher",
-}
-LEVEL_3_FILE = "test-data/level-3.json"
-TOOLSETS = {"level-1": "level-1-2", "level-2": "level-1-2", "level-3": "level-3"}
+from apibank.benchmark import LEVELS, SEARCHER, TOOLSETS
+from apibank.data.dialogues import LEVEL_3_DIALOGUES, iter_dialogues, level3_dialogues
+from apibank.data.renames import renamed
 
 
 @dataclass(frozen=True)
@@ -74,15 +65,6 @@ class EpisodeSet:
     skipped: list[dict[str, str]] = field(default_factory=list)  # upstream files that give no episode
 
 
-def gold_arguments(name: str, structured: dict[str, Any] | None) -> dict[str, Any]:
-    """A recorded call's structured input with parameters renamed after annotation mapped to today's names."""
-    arguments = dict(structured or {})
-    for old, new in RENAMED_PARAMETERS.get(name, {}).items():
-        if old in arguments and new not in arguments:
-            arguments[new] = arguments.pop(old)
-    return arguments
-
-
 def _dialogue_turns(lines: Iterable[dict[str, Any]]) -> list[Turn]:
     turns: list[Turn] = []
     user: str | None = None
@@ -100,7 +82,7 @@ def _dialogue_turns(lines: Iterable[dict[str, Any]]) -> list[Turn]:
             preamble.append(role)
         elif role == "API":
             result = line.get("result") or {}
-            calls.append(GoldCall(line["api_name"], gold_arguments(line["api_name"], result.get("input") or line.get("param_dict")), result))
+            calls.append(GoldCall(line["api_name"], renamed(line["api_name"], result.get("input") or line.get("param_dict") or {}), result))
         elif role == "AI":
             answer = line["text"]
     if user is not None:
@@ -110,34 +92,26 @@ def _dialogue_turns(lines: Iterable[dict[str, Any]]) -> list[Turn]:
     return turns
 
 
-def _read_jsonl(path: os.PathLike[str]) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
-
-
 def dialogue_episodes(level: str, data_dir: str | os.PathLike[str] | None = None) -> EpisodeSet:
-    folder = LEVEL_FOLDERS[level]
     result = EpisodeSet(level, [])
-    for rel in manifest().under(folder, ".jsonl"):
-        file = rel.rsplit("/", 1)[-1]
-        turns = _dialogue_turns(_read_jsonl(fetch(rel, data_dir)))
+    for dialogue in iter_dialogues(level, data_dir):
+        turns = _dialogue_turns(dialogue.turns)
         if not turns:
-            result.skipped.append({"file": rel, "reason": "the upstream dialogue file is empty"})
+            result.skipped.append({"file": dialogue.path, "reason": "the upstream dialogue file is empty"})
             continue
-        result.episodes.append(Episode(f"{level}/{file[: -len('.jsonl')]}", level, TOOLSETS[level], rel, tuple(turns)))
+        result.episodes.append(Episode(f"{level}/{dialogue.stem}", level, TOOLSETS[level], dialogue.path, tuple(turns)))
     return result
 
 
 def level3_episodes(data_dir: str | os.PathLike[str] | None = None) -> EpisodeSet:
-    dialogues = json.loads(fetch(LEVEL_3_FILE, data_dir).read_text("utf-8"))
     result = EpisodeSet("level-3", [])
-    for index, dialogue in enumerate(dialogues):
+    for index, dialogue in enumerate(level3_dialogues(data_dir)):
         calls = tuple(
-            GoldCall(api["api_name"], gold_arguments(api["api_name"], api["output"].get("input") or api["input"]), api["output"])
+            GoldCall(api["api_name"], renamed(api["api_name"], api["output"].get("input") or api["input"] or {}), api["output"])
             for api in dialogue["apis"]
         )
         turn = Turn(dialogue["requirement"].strip(), calls, dialogue["response"])
-        result.episodes.append(Episode(f"level-3/{index}", "level-3", "level-3", f"{LEVEL_3_FILE}#{index}", (turn,)))
+        result.episodes.append(Episode(f"level-3/{index}", "level-3", TOOLSETS["level-3"], f"{LEVEL_3_DIALOGUES}#{index}", (turn,)))
     return result
 
 

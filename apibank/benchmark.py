@@ -1,0 +1,81 @@
+"""The facts of the API-Bank benchmark, declared once for every room of the package.
+
+Levels, judging protocols, prompt formats, agentic settings, the tool set of each level, the full
+sample counts, the judging limits' defaults, the citation and the environment variables the package
+reads. The report, the Hub writers, the CLI, the inspect-ai tasks and the faces import them from
+here instead of keeping copies. This module imports nothing heavier than the tool environment's
+data module, so argument parsers can use it at start-up.
+"""
+
+from __future__ import annotations
+
+from apibank_tools.data import DATA_DIR_ENV
+
+BENCHMARK_NAME = "API-Bank"
+HOMEPAGE = "https://github.com/AlibabaResearch/DAMO-ConvAI/tree/main/api-bank"
+
+# The test configs, in the paper's column order; a level may also be given by its number.
+LEVELS = ("level-1", "level-2", "level-3")
+LEVEL_NUMBERS = (1, 2, 3)
+# The tool set (a registry name of ``apibank_tools``) each level's calls run against.
+TOOLSETS = {"level-1": "level-1-2", "level-2": "level-1-2", "level-3": "level-3"}
+# The retrieval tool: offered alone for level-2 API rows, heading every level-3 prompt.
+SEARCHER = "ToolSearcher"
+
+# Judging protocols, in report order, with what each one does (results.json repeats these lines).
+PROTOCOL_DESCRIPTIONS = {
+    "paper": "the original API-Bank evaluators bug for bug (regex parsing, text values, original checks and "
+    "categories, shared gold records for duplicates; aborts counted wrong; fresh state per level-3 step)",
+    "corrected": "ast literal parsing, typed coercion, earlier gold calls replayed, checks without judging bugs, "
+    "ToolSearcher judged on the retrieved tool, renamed parameters and data drift handled",
+}
+PROTOCOLS = tuple(PROTOCOL_DESCRIPTIONS)
+DEFAULT_PROTOCOL = "paper"
+# Prompt formats: the paper's text prompts, chat messages, chat messages with native tool schemas.
+FORMATS = ("paper", "chat", "tools")
+DEFAULT_FORMAT = "paper"
+# How a model's chat template is used: probe it, always, never (or a template file's path).
+TEMPLATE_MODES = ("auto", "on", "off")
+# Agentic settings: the tools are found with ToolSearcher, or all of the level's tools are offered.
+SETTINGS = ("searcher", "all-tools")
+DEFAULT_SETTING = "searcher"
+
+# Samples per level of the test split: API-call rows and response rows.
+FULL_COUNTS = {
+    "level-1": {"api": 399, "response": 375},
+    "level-2": {"api": 135, "response": 103},
+    "level-3": {"api": 245, "response": 50},
+}
+# Agentic episodes per level: one per dialogue file (one level-1 file is empty upstream) or
+# level-3 requirement.
+EPISODE_COUNTS = {"level-1": 213, "level-2": 50, "level-3": 50}
+
+# Judging limits per sample: seconds before the judging worker is killed, megabytes above the caller's.
+JUDGE_TIMEOUT_S = 2.0
+JUDGE_MEMORY_MB = 768
+
+# Environment variables the package reads (the tool environment's retrieval settings,
+# APIBANK_RETRIEVER and APIBANK_VOCAB, live with the retriever in ``apibank_tools.retrieval``).
+UPSTREAM_URL_ENV = "APIBANK_UPSTREAM_URL"  # overrides the upstream host (mirrors, local test servers)
+CACHE_ENV = "APIBANK_CACHE"  # the verified download cache
+GGUF_CACHE_ENV = "APIBANK_GGUF_CACHE"  # the converted-GGUF cache folder, or "off"
+
+CITATION = """\
+@inproceedings{li-etal-2023-api,
+    title = "{API}-Bank: A Comprehensive Benchmark for Tool-Augmented {LLM}s",
+    author = "Li, Minghao and Zhao, Yingxiu and Yu, Bowen and Song, Feifan and Li, Hangyu and Yu, Haiyang and Li, Zhoujun and Huang, Fei and Li, Yongbin",
+    booktitle = "Proceedings of the 2023 Conference on Empirical Methods in Natural Language Processing",
+    year = "2023",
+    address = "Singapore",
+    publisher = "Association for Computational Linguistics",
+    url = "https://aclanthology.org/2023.emnlp-main.187",
+    pages = "3102--3116",
+}
+"""
+
+__all__ = [
+    "BENCHMARK_NAME", "CACHE_ENV", "CITATION", "DATA_DIR_ENV", "DEFAULT_FORMAT", "DEFAULT_PROTOCOL",
+    "DEFAULT_SETTING", "EPISODE_COUNTS", "FORMATS", "FULL_COUNTS", "GGUF_CACHE_ENV", "HOMEPAGE",
+    "JUDGE_MEMORY_MB", "JUDGE_TIMEOUT_S", "LEVELS", "LEVEL_NUMBERS", "PROTOCOL_DESCRIPTIONS", "PROTOCOLS", "SEARCHER", "SETTINGS",
+    "TEMPLATE_MODES", "TOOLSETS", "UPSTREAM_URL_ENV",
+]
