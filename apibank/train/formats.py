@@ -210,7 +210,7 @@ def training_dialogues(
             yield Failure(record["id"], error.cause, error.detail)
 
 
-def test_dialogues(data_dir: str | os.PathLike[str] | None = None) -> Iterator[dict[str, Any]]:
+def evaluation_dialogues(data_dir: str | os.PathLike[str] | None = None) -> Iterator[dict[str, Any]]:
     for config in TEST_CONFIGS:
         yield from iter_rows(config, data_dir)
 
