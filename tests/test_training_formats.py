@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from apibank.data.rows import TEST_CONFIGS, iter_rows
+from apibank.data.rows import iter_rows, mapping_source
 from apibank.generate.conversation import build_conversation, display
 from apibank.generate.templates import TemplateAdapter
 from apibank.generate.tiny import train_tokenizer
@@ -148,6 +148,25 @@ def test_flattened_test_files_read_back_into_the_test_rows(data_dir, test_rows):
             assert build_conversation(parsed, "paper").plain_text == build_conversation(row, "paper").plain_text
             same += ours.messages == theirs.messages
     assert same == 1223  # of 1307; the rest differ only in a scalar's type
+
+
+def test_level_1_and_2_training_files_take_the_same_path(data_dir):
+    """The level-1/2 training files are not in the local copy; their records have the flattened
+    layout of the level-1/2 test files, so those files stand in for them, read through the
+    training config exactly as the downloaded files would be."""
+    files = {}
+    for level in (1, 2):
+        for kind in ("api", "response"):
+            files[f"training-data/lv{level}-{kind}-train.json"] = data_dir / f"test-data/level-{level}-{kind}.json"
+    conversion = convert_training(levels=(1, 2), source=mapping_source(files))
+    assert conversion.seen == 774 + 238
+    assert conversion.by_cause() == TEST_CAUSES  # the same samples fail as in the test rows
+    assert len(conversion.examples["chat"]) == 774 + 238 - sum(TEST_CAUSES.values())
+    first = conversion.examples["prompt-completion"][0]
+    record = json.loads(files["training-data/lv1-api-train.json"].read_text("utf-8"))[0]
+    assert first["id"] == "training/lv1-api-train#0"
+    assert first["prompt"] == f"{record['instruction']}\n{record['input']}"
+    assert first["completion"] == record["expected_output"]
 
 
 @pytest.mark.parametrize("text, arguments, quoting", [

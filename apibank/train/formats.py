@@ -27,7 +27,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping
 
-from apibank.data.rows import TEST_CONFIGS, TRAINING_CONFIG, iter_rows
+from apibank.data.rows import TEST_CONFIGS, TRAINING_CONFIG, Source, iter_rows
 from apibank.generate.conversation import build_conversation, paper_text
 from apibank.train.upstream_text import (
     Unconvertible,
@@ -200,10 +200,16 @@ def convert(rows: Iterable[Mapping[str, Any] | Failure]) -> Conversion:
 
 # ---------------------------------------------------------------------------------- sources
 def training_dialogues(
-    data_dir: str | os.PathLike[str] | None = None, levels: Iterable[int] | None = None
+    data_dir: str | os.PathLike[str] | None = None,
+    levels: Iterable[int] | None = None,
+    *,
+    source: Source | None = None,
 ) -> Iterator[dict[str, Any] | Failure]:
-    """The training samples as dialogue rows, or a :class:`Failure` for one that cannot be read."""
-    for record in iter_rows(TRAINING_CONFIG, data_dir, levels=levels):
+    """The training samples as dialogue rows, or a :class:`Failure` for one that cannot be read.
+
+    Every level goes through this one path: the level-3 files of a local copy, the level-1/2 files
+    once downloaded (or files handed over by ``source``, as the dataset builder does)."""
+    for record in iter_rows(TRAINING_CONFIG, data_dir, levels=levels, source=source):
         try:
             yield parse_flattened(record, row_id=record["id"], level=int(record["level"]), kind=record["kind"])
         except Unconvertible as error:
@@ -216,6 +222,9 @@ def evaluation_dialogues(data_dir: str | os.PathLike[str] | None = None) -> Iter
 
 
 def convert_training(
-    data_dir: str | os.PathLike[str] | None = None, levels: Iterable[int] | None = None
+    data_dir: str | os.PathLike[str] | None = None,
+    levels: Iterable[int] | None = None,
+    *,
+    source: Source | None = None,
 ) -> Conversion:
-    return convert(training_dialogues(data_dir, levels))
+    return convert(training_dialogues(data_dir, levels, source=source))

@@ -20,7 +20,9 @@ import json
 import re
 from typing import Any, Mapping
 
-from apibank.data.rows import API_PROMPT_END
+# _turn and _json make a dialogue turn exactly as the test rows hold it (arguments and result as
+# JSON text); parsed training turns must be the same shape.
+from apibank.data.rows import API_PROMPT_END, _json, _turn
 from apibank.generate.conversation import display
 
 REQUEST_PREFIX = "API-Request: "
@@ -50,21 +52,6 @@ class Unconvertible(ValueError):
         super().__init__(f"{cause}: {detail}")
         self.cause = cause
         self.detail = detail
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
-
-
-def _turn(role: str, text: str = "", api_name: str = "", arguments: Any = None, result: Any = None) -> dict[str, str]:
-    """A dialogue turn as the test rows hold it (arguments and result as JSON text, "" when absent)."""
-    return {
-        "role": role,
-        "text": text,
-        "api_name": api_name,
-        "arguments": "" if arguments is None else _json(arguments),
-        "result": "" if result is None else _json(result),
-    }
 
 
 # ---------------------------------------------------------------------------------- pieces
