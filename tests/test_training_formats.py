@@ -294,6 +294,20 @@ def test_exported_chat_rows_render_with_tools_through_a_gemma_like_template(expo
             assert shown in text, (example["id"], shown)
 
 
+def test_exported_chat_rows_render_natively_through_a_chatml_template_with_tools(exported, tmp_path):
+    """The tiny test model's template (ChatML with tools and tool_calls) takes every row unadapted."""
+    out, _ = exported
+    tokenizer = train_tokenizer(["some text"], 280)
+    adapter = TemplateAdapter(lambda messages, tools: tokenizer.apply_chat_template(messages, tools=tools, tokenize=False))
+    for example in _load(out, "training-chat", tmp_path):
+        text = adapter.render(example["messages"], example["tools"], fmt="tools", row_id=example["id"])
+        for tool in example["tools"]:
+            assert json.dumps(tool, ensure_ascii=False) in text
+        for shown in _answer_texts(example):
+            assert shown in text or json.dumps(shown)[1:-1] in text, (example["id"], shown)
+    assert adapter.adaptations == []
+
+
 @pytest.mark.parametrize("template", ["strict_alternation", "silent_drops", "no_tool_calls"])
 def test_exported_chat_rows_render_through_the_strict_templates(exported, tmp_path, template):
     out, _ = exported
@@ -302,3 +316,19 @@ def test_exported_chat_rows_render_through_the_strict_templates(exported, tmp_pa
         text = adapter.render(example["messages"], example["tools"], fmt="tools", row_id=example["id"])
         for shown in _answer_texts(example):
             assert shown in text or json.dumps(shown)[1:-1] in text, (example["id"], shown)
+
+
+def test_hostile_sizes_stay_text_or_refused_quickly():
+    import time
+
+    from apibank.train.upstream_text import described_tools, result_value
+
+    start = time.monotonic()
+    deep = "[" * 50_000 + "]" * 50_000
+    assert result_value(deep) == deep
+    assert list(described_tools(deep)) == []
+    with pytest.raises(Unconvertible):
+        parse_request("API-Request: [F(a='" + "x'" * 100_000 + "x)]")  # never closed
+    name, arguments, _ = parse_request("API-Request: [F(a='" + "x, y=" * 50_000 + "')]")
+    assert name == "F" and len(arguments["a"]) == 250_000
+    assert time.monotonic() - start < 5

@@ -49,7 +49,7 @@ class TrainerExport:
 
     def note(self) -> str:
         return (
-            f"The trainer-format configs ({', '.join(f'`{name}`' for name in self.datasets)}) hold "
+            f"Trainer-format configs ({', '.join(f'`{name}`' for name in self.datasets)}): "
             f"{self.conversion.summary()}; every sample left out is listed with its cause in "
             f"`{UNCONVERTED_FILE}`."
         )

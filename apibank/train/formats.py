@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping
@@ -31,7 +30,8 @@ from apibank.data.rows import TEST_CONFIGS, TRAINING_CONFIG, Source, iter_rows
 from apibank.generate.conversation import build_conversation, paper_text
 from apibank.train.upstream_text import (
     Unconvertible,
-    lenient_literal,
+    declared_parameters,
+    described_tools,
     parse_flattened,
     request_text,
     response_text,
@@ -72,52 +72,13 @@ class Conversion:
 
 
 # ---------------------------------------------------------------------------------- checks
-def _parameters_of(description: Mapping[str, Any]) -> dict[str, Any] | None:
-    params = description.get("input_parameters", description.get("parameters"))
-    return params if isinstance(params, dict) else None
-
-
-def _descriptions_in(value: Any) -> Iterator[dict[str, Any]]:
-    """Tool descriptions in a ToolSearcher result: the description itself, a list of them, or a
-    result record whose ``output`` holds them."""
-    if isinstance(value, str):
-        read = lenient_literal(value)
-        if read is None:
-            yield from _description_in_text(value)
-            return
-        value = read
-    if isinstance(value, list):
-        for item in value:
-            yield from _descriptions_in(item)
-    elif isinstance(value, dict):
-        if isinstance(value.get("name"), str) and ("input_parameters" in value or "description" in value):
-            yield value
-        elif "output" in value:
-            yield from _descriptions_in(value["output"])
-
-
-_DESCRIBED_NAME = re.compile(r"^\{'name': '(\w+)'")
-_INPUT_SECTION = re.compile(r"'input_parameters': (.*?)(?:, 'output_parameters'|$)", re.DOTALL)
-_PARAMETER_KEY = re.compile(r"'(\w+)': \{'type")
-
-
-def _description_in_text(text: str) -> Iterator[dict[str, Any]]:
-    """The name and parameter names of one description upstream wrote with unescaped quotes inside
-    its texts (``'The user's preferences.'``), which no literal reader takes; a description without
-    input parameters declares none."""
-    name, section = _DESCRIBED_NAME.match(text), _INPUT_SECTION.search(text)
-    if name is not None:
-        keys = _PARAMETER_KEY.findall(section.group(1)) if section is not None else []
-        yield {"name": name.group(1), "input_parameters": {key: {} for key in keys}}
-
-
 def check_calls(row: Mapping[str, Any]) -> None:
     """Every call of ``row`` (history and answer) names a described tool and only its declared
     parameters; raises :class:`Unconvertible` otherwise."""
     declared: dict[str, dict[str, Any]] = {}
     for tool in row["tools"]:
         described = json.loads(tool["description"]) if tool["description"] else {}
-        declared[tool["name"]] = _parameters_of(described) or {}
+        declared[tool["name"]] = declared_parameters(described) or {}
     calls = [turn for turn in row["history"] if turn["role"] == "API"]
     if row["kind"] == "api":
         calls.append(row["target"])
@@ -130,8 +91,8 @@ def check_calls(row: Mapping[str, Any]) -> None:
         if extra:
             raise Unconvertible("parameter the tool does not declare", f"{name}({', '.join(extra)})")
         if name == TOOL_SEARCHER and turn.get("result"):
-            for found in _descriptions_in(json.loads(turn["result"])):
-                declared[found["name"]] = _parameters_of(found) or {}
+            for found in described_tools(json.loads(turn["result"])):
+                declared[found["name"]] = declared_parameters(found) or {}
 
 
 def _check_back(row: Mapping[str, Any], messages: list[dict[str, Any]]) -> None:

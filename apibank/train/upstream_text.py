@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 import json
 import re
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 # _turn and _json make a dialogue turn exactly as the test rows hold it (arguments and result as
 # JSON text); parsed training turns must be the same shape.
@@ -43,6 +43,10 @@ _REQUEST = re.compile(r"API-Request: \[(\w+)\((.*)\)\]", re.DOTALL)
 _KEY = re.compile(r"(\w+)=")
 _NEXT_KEY = re.compile(r", (\w+)=")
 _SEVERAL_CALLS = re.compile(r"\)\], \[?\w+\(|\), \w+\(")
+# A description written as text that no literal reader takes: its name and parameter keys.
+_DESCRIBED_NAME = re.compile(r"^\{'name': '(\w+)'")
+_INPUT_SECTION = re.compile(r"'input_parameters': (.*?)(?:, 'output_parameters'|$)", re.DOTALL)
+_PARAMETER_KEY = re.compile(r"'(\w+)': \{'type")
 
 
 class Unconvertible(ValueError):
@@ -245,6 +249,43 @@ def render_dialogue(history: list[Mapping[str, Any]], level: int) -> str:
         else:
             lines.append(f"{turn['role']}: {turn['text']}\n")
     return "".join(lines)
+
+
+# ---------------------------------------------------------------------------------- descriptions
+def declared_parameters(description: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The input parameters of a description in either key style (``input_parameters`` or the
+    level-3 header's ``parameters``)."""
+    params = description.get("input_parameters", description.get("parameters"))
+    return params if isinstance(params, dict) else None
+
+
+def described_tools(value: Any) -> Iterator[dict[str, Any]]:
+    """Tool descriptions in a ToolSearcher result: the description itself, a list of them, or a
+    result record whose ``output`` holds them; a result kept as text is read leniently."""
+    if isinstance(value, str):
+        read = lenient_literal(value)
+        if read is None:
+            yield from _description_in_text(value)
+            return
+        value = read
+    if isinstance(value, list):
+        for item in value:
+            yield from described_tools(item)
+    elif isinstance(value, dict):
+        if isinstance(value.get("name"), str) and ("input_parameters" in value or "description" in value):
+            yield value
+        elif "output" in value:
+            yield from described_tools(value["output"])
+
+
+def _description_in_text(text: str) -> Iterator[dict[str, Any]]:
+    """The name and parameter names of one description upstream wrote with unescaped quotes inside
+    its texts (``'The user's preferences.'``), which no literal reader takes; a description without
+    input parameters declares none."""
+    name, section = _DESCRIBED_NAME.match(text), _INPUT_SECTION.search(text)
+    if name is not None:
+        keys = _PARAMETER_KEY.findall(section.group(1)) if section is not None else []
+        yield {"name": name.group(1), "input_parameters": {key: {} for key in keys}}
 
 
 # ---------------------------------------------------------------------------------- samples
