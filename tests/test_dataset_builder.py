@@ -215,19 +215,24 @@ def test_export_layout_and_card(exported):
         "level-1/test-00000-of-00001.parquet",
         "level-2/test-00000-of-00001.parquet",
         "level-3/test-00000-of-00001.parquet",
+        "training-chat/train-00000-of-00001.parquet",
+        "training-prompt-completion/train-00000-of-00001.parquet",
         "training/train-00000-of-00001.parquet",
     ]
     readme = (out / "README.md").read_text("utf-8")
     header = yaml.safe_load(readme.split("---")[1])
     assert header["license"] == "apache-2.0"
-    assert [c["config_name"] for c in header["configs"]] == ["level-1", "level-2", "level-3", "training"]
+    assert [c["config_name"] for c in header["configs"]] == [
+        "level-1", "level-2", "level-3", "training", "training-chat", "training-prompt-completion"]
     counts = {info["config_name"]: info["splits"][0]["num_examples"] for info in header["dataset_info"]}
-    assert counts == {"level-1": 774, "level-2": 238, "level-3": 295, "training": 1245}
+    assert counts == {"level-1": 774, "level-2": 238, "level-3": 295, "training": 1245,
+                      "training-chat": 1226, "training-prompt-completion": 1226}
     # The shared copy lacks the level-1/2 training files: the export says so, in the card and on stderr.
     for path in required_files(TRAINING_CONFIG, (1, 2)):
         assert path in result.stderr and path in readme
     assert "holds levels 3 only" in readme
     assert "training: 1245 rows" in result.stdout
+    assert "training-chat: 1226 rows" in result.stdout and "1226 of 1245 samples converted" in result.stderr
 
 
 @pytest.mark.parametrize("config, split", [*((c, "test") for c in TEST_CONFIGS), (TRAINING_CONFIG, "train")])

@@ -28,6 +28,18 @@ _SCHEMA_TYPES = {
 }
 
 
+# Types upstream descriptions use beyond the registry's own (tools outside the registry: the
+# training set's synthetic APIs); anything else is described as a string.
+_DESCRIBED_TYPES = {"dict": {"type": "object"}, "datetime": {"type": "string"}, "date": {"type": "string"}}
+
+
+def parameter_schema(upstream_type: Any, description: Any) -> dict[str, Any]:
+    """The JSON schema of one described parameter: its type mapped, its description kept."""
+    schema = dict(_SCHEMA_TYPES.get(str(upstream_type)) or _DESCRIBED_TYPES.get(str(upstream_type), {"type": "string"}))
+    schema["description"] = description if isinstance(description, str) else ""
+    return schema
+
+
 def descriptor_line(descriptor: dict[str, Any]) -> str:
     """One description line as upstream prompts show it (default separators, ASCII escaping)."""
     return json.dumps(descriptor, ensure_ascii=True)
@@ -111,9 +123,7 @@ class ToolSet:
         cls = self.get(name)
         properties = {}
         for param, spec in cls.input_parameters.items():
-            prop = dict(_SCHEMA_TYPES.get(spec["type"], {"type": "string"}))
-            prop["description"] = spec["description"]
-            properties[param] = prop
+            properties[param] = parameter_schema(spec["type"], spec["description"])
         return {
             "type": "function",
             "function": {

@@ -64,19 +64,23 @@ def _result_shown(turn: Mapping[str, Any], level: int) -> Any:
 
 
 def tool_schema(name: str, description_line: str, level: int) -> dict[str, Any]:
-    """The OpenAI function schema of a row's tool: the registry's, or one derived from its description."""
-    from apibank_tools.registry import LEVEL_1_2, LEVEL_3
+    """The OpenAI function schema of a row's tool: the registry's, or one derived from its description.
+
+    Every row format with native tools goes through this one function: ``--format tools`` at test
+    time and the ``training-chat`` examples, so a model is tested on the schemas it was trained on."""
+    from apibank_tools.registry import LEVEL_1_2, LEVEL_3, parameter_schema
 
     tools = LEVEL_3 if level == 3 else LEVEL_1_2
     if name in tools:
         return tools.json_schema(name)
-    # A tool whose module is not registered (yet): derive the schema from the prompt description,
-    # which has either the level-1/2 keys or the level-3 header keys (apiCode/parameters).
+    # A tool outside the registry (the training set's APIs): derive the schema from the prompt
+    # description, which has either the level-1/2 keys or the level-3 header keys
+    # (apiCode/parameters). Training and test rows both get their schemas here.
     described = json.loads(description_line) if description_line else {}
     params = described.get("input_parameters", described.get("parameters", {})) or {}
-    json_types = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "list": "array"}
     properties = {
-        key: {"type": json_types.get(str(spec.get("type")), "string"), "description": spec.get("description", "")}
+        key: parameter_schema(spec.get("type"), spec.get("description", "")) if isinstance(spec, dict)
+        else parameter_schema(None, "")
         for key, spec in params.items()
     }
     return {

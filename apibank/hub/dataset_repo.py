@@ -11,6 +11,9 @@ Layout: ``<config>/<split>-00000-of-00001.parquet`` for every config of
 repository as a Hub benchmark (:func:`apibank.hub.leaderboard.eval_yaml`); and ``LICENSE``, the
 upstream data's Apache-2.0 license (verified like every upstream file).
 
+Trainer formats: ``training-chat`` and ``training-prompt-completion`` hold the same training levels
+converted by :mod:`apibank.train` (``training-unconverted.json`` lists the samples left out).
+
 Training levels: by default the training config holds every level whose files are available. A
 local copy without the level-1/2 training files (the usual case: they are large) therefore exports
 the level-3 training set only; the export says so on stderr and in the README. Ask for explicit
@@ -36,6 +39,7 @@ from apibank.data.configs import (
 )
 from apibank.data.upstream import UpstreamDataError, fetch, manifest, resolve_data_dir
 from apibank.files import atomic_write_text
+from apibank.train.export import TRAINER_SPLIT, trainer_datasets, write_unconverted
 
 PARQUET_NAME = "{split}-00000-of-00001.parquet"
 EVAL_YAML_FILE = "eval.yaml"
@@ -106,30 +110,42 @@ def export_repository(
 
     metadata_configs = MetadataConfigs()
     infos = DatasetInfosDict()
+
+    def write_config(name: str, split: str, dataset: Any) -> None:
+        relative = f"{name}/{PARQUET_NAME.format(split=split)}"
+        (out / name).mkdir(exist_ok=True)
+        parquet_bytes = dataset.to_parquet(out / relative)
+        report.rows[name] = dataset.num_rows
+
+        metadata_configs[name] = {
+            "data_files": [{"split": split, "path": f"{name}/{split}-*.parquet"}],
+            **({"default": True} if name == ApiBank.DEFAULT_CONFIG_NAME else {}),
+        }
+        arrow_bytes = dataset.data.nbytes
+        split_info = datasets.SplitInfo(name=split, num_bytes=arrow_bytes, num_examples=dataset.num_rows)
+        infos[name] = datasets.DatasetInfo(
+            features=dataset.features,
+            splits=datasets.SplitDict({split: split_info}),
+            download_size=parquet_bytes,
+            dataset_size=arrow_bytes,
+        )
+
     for spec in CONFIGS:
         if spec.name not in wanted:
             continue
         extra = {"levels": levels} if spec.name == TRAINING_CONFIG else {}
         builder = ApiBank(config_name=spec.name, data_dir=data_dir, cache_dir=cache_dir, **extra)
         builder.download_and_prepare()
-        dataset = builder.as_dataset(split=spec.split)
-        relative = f"{spec.name}/{PARQUET_NAME.format(split=spec.split)}"
-        (out / spec.name).mkdir(exist_ok=True)
-        parquet_bytes = dataset.to_parquet(out / relative)
-        report.rows[spec.name] = dataset.num_rows
+        write_config(spec.name, spec.split, builder.as_dataset(split=spec.split))
 
-        metadata_configs[spec.name] = {
-            "data_files": [{"split": spec.split, "path": f"{spec.name}/{spec.split}-*.parquet"}],
-            **({"default": True} if spec.name == ApiBank.DEFAULT_CONFIG_NAME else {}),
-        }
-        arrow_bytes = dataset.data.nbytes
-        split_info = datasets.SplitInfo(name=spec.split, num_bytes=arrow_bytes, num_examples=dataset.num_rows)
-        infos[spec.name] = datasets.DatasetInfo(
-            features=dataset.features,
-            splits=datasets.SplitDict({spec.split: split_info}),
-            download_size=parquet_bytes,
-            dataset_size=arrow_bytes,
-        )
+    # Trainer formats (apibank.train): the same training levels as chat-with-tools conversations
+    # and prompt/completion pairs; samples that cannot be converted are listed beside them.
+    trainer = trainer_datasets(data_dir, levels, None if configs is None else wanted)
+    for name, dataset in trainer.datasets.items():
+        write_config(name, TRAINER_SPLIT, dataset)
+    if trainer.datasets:
+        write_unconverted(out, trainer.conversion)
+        notes.append(trainer.note())
 
     card_file = Path(card_path) if card_path else default_card_path()
     if not card_file.is_file():

@@ -1,0 +1,6 @@
+"""Training on API-Bank: the training rows in the formats trainers take.
+
+* :mod:`.upstream_text` reads upstream's flattened samples back into dialogue rows;
+* :mod:`.formats` converts dialogue rows (training and test alike) into conversations with tools and
+  prompt/completion pairs, checks each, and counts what cannot be converted.
+"""

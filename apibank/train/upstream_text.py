@@ -1,0 +1,348 @@
+"""Reading upstream's flattened samples back into dialogue rows.
+
+The upstream training files (and the flattened test files) hold each sample as three strings: an
+``instruction`` ending in ``API descriptions:`` and one JSON description per line, an ``input`` with
+the dialogue so far (``User: ...``, ``AI: ...``, ``API-Request: [Name(key='value')]->result``)
+closed by ``Generate API Request:`` or ``Generate AI Response:``, and the expected ``output``.
+Level-3 inputs open with a description line of their own (ToolSearcher, ``apiCode`` keys).
+
+:func:`parse_flattened` turns such a sample into the row shape of the test configs (``history``,
+``tools``, ``target``), so that one converter serves training and test rows. Parsing is checked by
+rendering back: the dialogue, every request and the trailer must reproduce the input byte for byte,
+and the expected request must reproduce the output. A sample that fails raises
+:class:`Unconvertible` with a short cause (for counting) and a detail (for the listing).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from typing import Any, Iterator, Mapping
+
+# _turn and _json make a dialogue turn exactly as the test rows hold it (arguments and result as
+# JSON text); parsed training turns must be the same shape.
+from apibank.data.rows import API_PROMPT_END, _json, _turn
+from apibank.generate.conversation import display
+
+REQUEST_PREFIX = "API-Request: "
+RESULT_ARROW = "->"
+TRAILERS = {"Generate API Request:": "api", "Generate AI Response:": "response"}
+# What follows the trailer's colon: levels 1/2 end with a newline, level-3 test files with a space
+# and a newline, the level-3 training files with a space only.
+TRAILER_ENDINGS = ("\n", " \n", " ", "")
+ROLE_PREFIXES = {"User: ": "User", "AI: ": "AI"}
+RESPONSE_PREFIX = "AI: "
+# The extra key of a parsed API turn recording how each value was quoted (JSON text), so that the
+# request converts back to its original text.
+QUOTING = "quoting"
+# Longest result text handed to the literal parser; longer ones stay text (nested literals this
+# size would only be an attack on the parser, upstream results are far shorter).
+MAX_LITERAL_CHARS = 100_000
+_REQUEST = re.compile(r"API-Request: \[(\w+)\((.*)\)\]", re.DOTALL)
+_KEY = re.compile(r"(\w+)=")
+_NEXT_KEY = re.compile(r", (\w+)=")
+_SEVERAL_CALLS = re.compile(r"\)\], \[?\w+\(|\), \w+\(")
+# A description written as text that no literal reader takes: its name and parameter keys.
+_DESCRIBED_NAME = re.compile(r"^\{'name': '(\w+)'")
+_INPUT_SECTION = re.compile(r"'input_parameters': (.*?)(?:, 'output_parameters'|$)", re.DOTALL)
+_PARAMETER_KEY = re.compile(r"'(\w+)': \{'type")
+
+
+class Unconvertible(ValueError):
+    """A sample that cannot be converted: ``cause`` is one of a few short labels."""
+
+    def __init__(self, cause: str, detail: str) -> None:
+        super().__init__(f"{cause}: {detail}")
+        self.cause = cause
+        self.detail = detail
+
+
+# ---------------------------------------------------------------------------------- pieces
+def result_value(text: str) -> Any:
+    """The value a result text displays: a Python literal when it reads back to the same text
+    (``{'a': 1}``, ``33.0``, ``None``), else the text itself (``Success``). Never evaluated."""
+    if len(text) <= MAX_LITERAL_CHARS:
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return text
+        if display(value) == text:
+            try:
+                json.dumps(value)
+            except (TypeError, ValueError):  # a set, bytes or complex number has no JSON form
+                return text
+            return value
+    return text
+
+
+def lenient_literal(text: str) -> Any:
+    """A result text read as a literal where bare names stand for their own text (``'type': str``
+    in some upstream descriptions), or None. Used to find tool descriptions, never to show a value;
+    nothing is evaluated."""
+    if len(text) > MAX_LITERAL_CHARS:
+        return None
+    try:
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+
+    def value(node: ast.AST) -> Any:
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return [value(item) for item in node.elts]
+        if isinstance(node, ast.Dict) and all(key is not None for key in node.keys):
+            return {value(key): value(item) for key, item in zip(node.keys, node.values)}
+        raise ValueError("not a literal")
+
+    try:
+        return value(tree.body)
+    except (ValueError, TypeError, RecursionError):
+        return None
+
+
+def request_text(name: str, arguments: Mapping[str, Any], quoting: Mapping[str, str] | None = None) -> str:
+    """A request as upstream writes it. ``quoting`` gives each value's quote (``'``, ``"`` or none);
+    without it every value is single-quoted, as the test files write them. Values go in raw."""
+    def shown(key: str, value: Any) -> str:
+        quote = "'" if quoting is None else quoting.get(key, "'")
+        return f"{key}={quote}{display(value)}{quote}"
+
+    return f"{REQUEST_PREFIX}[{name}({', '.join(shown(key, value) for key, value in arguments.items())})]"
+
+
+def _split_arguments(text: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """(arguments, quoting) of ``key=value`` pairs joined by ``, ``.
+
+    Neither call parser of the judge inverts upstream's writing: the paper parser keeps upstream's
+    regex semantics (a value ends at its first inner quote), the typed one reads Python (raw quotes
+    inside values are not Python). The training files quote text with ``'`` or ``"`` or not at all
+    and write numbers and lists bare. A quoted value here ends at its quote that closes the text or
+    precedes ``, <key>=``; an unquoted one at the next ``, <key>=``: read as a number, list or
+    boolean when it is one, else kept as text. :func:`parse_request` confirms each split by
+    rendering it back.
+    """
+    arguments: dict[str, Any] = {}
+    quoting: dict[str, str] = {}
+    position = 0
+    while position < len(text):
+        key = _KEY.match(text, position)
+        if key is None:
+            raise Unconvertible("unparsable request", text[position:position + 200])
+        start = key.end()
+        quote = text[start:start + 1] if text[start:start + 1] in ("'", '"') else ""
+        if quote:
+            end = start + 1
+            while True:
+                end = text.find(quote, end)
+                if end < 0:
+                    raise Unconvertible("unparsable request", text[start:start + 200])
+                if end == len(text) - 1 or _NEXT_KEY.match(text, end + 1):
+                    break
+                end += 1
+            value: Any = text[start + 1:end]
+            position = end + 1
+        else:
+            following = _NEXT_KEY.search(text, start)
+            end = following.start() if following else len(text)
+            value = result_value(text[start:end])
+            position = end
+        if key.group(1) in arguments:
+            raise Unconvertible("repeated parameter in a request", key.group(1))
+        arguments[key.group(1)], quoting[key.group(1)] = value, quote
+        if position < len(text):
+            position += len(", ")
+    return arguments, quoting
+
+
+def parse_request(text: str) -> tuple[str, dict[str, Any], dict[str, str]]:
+    """(tool name, arguments, quoting) of one ``API-Request: [Name(...)]`` text, checked by
+    rendering it back."""
+    call = _REQUEST.fullmatch(text)
+    if call is None:
+        raise Unconvertible("unparsable request", text[:200])
+    name = call.group(1)
+    try:
+        arguments, quoting = _split_arguments(call.group(2))
+    except Unconvertible:
+        if _SEVERAL_CALLS.search(call.group(2)):
+            raise Unconvertible("several calls in one request", text[:200]) from None
+        raise
+    if request_text(name, arguments, quoting) != text:
+        raise Unconvertible("request does not round-trip", text[:200])
+    return name, arguments, quoting
+
+
+def _description_name(line: str) -> str:
+    try:
+        described = json.loads(line)
+    except json.JSONDecodeError:
+        raise Unconvertible("unreadable API description", line[:200]) from None
+    name = described.get("name", described.get("apiCode")) if isinstance(described, dict) else None
+    if not isinstance(name, str) or not name:
+        raise Unconvertible("unreadable API description", line[:200])
+    return name
+
+
+def instruction_descriptions(instruction: str) -> list[str]:
+    start = instruction.find(API_PROMPT_END)
+    if start < 0:
+        raise Unconvertible("instruction without API descriptions", instruction[-200:])
+    return [line for line in instruction[start + len(API_PROMPT_END):].split("\n") if line]
+
+
+def split_trailer(text: str) -> tuple[str, str, str]:
+    """(dialogue text, trailer as written, sample kind) of an input."""
+    for trailer, kind in TRAILERS.items():
+        position = text.rfind(trailer)
+        if position >= 0 and text[position + len(trailer):] in TRAILER_ENDINGS:
+            return text[:position], text[position:], kind
+    raise Unconvertible("input without a Generate trailer", text[-200:])
+
+
+def _dialogue_lines(body: str) -> list[tuple[str, str]]:
+    """(kind, text) per turn; a line that opens no turn continues the previous one."""
+    if body and not body.endswith("\n"):
+        raise Unconvertible("unreadable dialogue", "the dialogue does not end with a newline")
+    turns: list[list[str]] = []
+    for line in body[:-1].split("\n") if body else []:
+        opener = next((p for p in (*ROLE_PREFIXES, REQUEST_PREFIX) if line.startswith(p)), None)
+        if opener is not None:
+            turns.append([opener, line])
+        elif turns:
+            turns[-1][1] += "\n" + line
+        else:
+            raise Unconvertible("unreadable dialogue", line[:200])
+    return [(opener, text) for opener, text in turns]
+
+
+def _api_turn(text: str, level: int) -> dict[str, str]:
+    end = text.find(")]" + RESULT_ARROW)
+    if end < 0:
+        raise Unconvertible("unparsable request", text[:200])
+    request, result_text = text[: end + 2], text[end + 2 + len(RESULT_ARROW):]
+    name, arguments, quoting = parse_request(request)
+    shown = result_value(result_text)
+    # Levels 1/2 show a result's output only, level 3 the whole value: stored so that the
+    # conversation builder shows exactly what the prompt showed.
+    stored = shown if level == 3 else {"output": shown}
+    return {**_turn("API", api_name=name, arguments=arguments, result=stored), QUOTING: _json(quoting)}
+
+
+def turn_quoting(turn: Mapping[str, Any]) -> dict[str, str] | None:
+    """How a parsed request quoted its values (None for test rows: every value single-quoted)."""
+    return json.loads(turn[QUOTING]) if turn.get(QUOTING) else None
+
+
+def render_dialogue(history: list[Mapping[str, Any]], level: int) -> str:
+    """The dialogue lines of ``history`` as the flattened inputs write them."""
+    lines = []
+    for turn in history:
+        if turn["role"] == "API":
+            stored = json.loads(turn["result"]) if turn["result"] else None
+            shown = stored if level == 3 else stored["output"]
+            request = request_text(turn["api_name"], json.loads(turn["arguments"]), turn_quoting(turn))
+            lines.append(f"{request}{RESULT_ARROW}{display(shown)}\n")
+        else:
+            lines.append(f"{turn['role']}: {turn['text']}\n")
+    return "".join(lines)
+
+
+# ---------------------------------------------------------------------------------- descriptions
+def declared_parameters(description: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The input parameters of a description in either key style (``input_parameters`` or the
+    level-3 header's ``parameters``)."""
+    params = description.get("input_parameters", description.get("parameters"))
+    return params if isinstance(params, dict) else None
+
+
+def described_tools(value: Any) -> Iterator[dict[str, Any]]:
+    """Tool descriptions in a ToolSearcher result: the description itself, a list of them, or a
+    result record whose ``output`` holds them; a result kept as text is read leniently."""
+    if isinstance(value, str):
+        read = lenient_literal(value)
+        if read is None:
+            yield from _description_in_text(value)
+            return
+        value = read
+    if isinstance(value, list):
+        for item in value:
+            yield from described_tools(item)
+    elif isinstance(value, dict):
+        if isinstance(value.get("name"), str) and ("input_parameters" in value or "description" in value):
+            yield value
+        elif "output" in value:
+            yield from described_tools(value["output"])
+
+
+def _description_in_text(text: str) -> Iterator[dict[str, Any]]:
+    """The name and parameter names of one description upstream wrote with unescaped quotes inside
+    its texts (``'The user's preferences.'``), which no literal reader takes; a description without
+    input parameters declares none."""
+    name, section = _DESCRIBED_NAME.match(text), _INPUT_SECTION.search(text)
+    if name is not None:
+        keys = _PARAMETER_KEY.findall(section.group(1)) if section is not None else []
+        yield {"name": name.group(1), "input_parameters": {key: {} for key in keys}}
+
+
+# ---------------------------------------------------------------------------------- samples
+def parse_flattened(record: Mapping[str, Any], *, row_id: str, level: int, kind: str | None = None) -> dict[str, Any]:
+    """A flattened upstream sample as a dialogue row; raises :class:`Unconvertible`.
+
+    ``kind`` ("api" or "response"), when given, must agree with the input's trailer.
+    """
+    instruction, text = record["instruction"], record["input"]
+    output = record["output"] if "output" in record else record["expected_output"]
+    descriptions = instruction_descriptions(instruction)
+    header = ""
+    first, newline, rest = text.partition("\n")
+    if first.startswith("{") and newline:
+        header, text = first, rest
+        descriptions.append(first)
+    tools = [{"name": _description_name(line), "description": line} for line in descriptions]
+
+    body, trailer, trailer_kind = split_trailer(text)
+    if kind is not None and trailer_kind != kind:
+        raise Unconvertible("trailer disagrees with the file", f"{trailer!r} in a {kind} file")
+    history = []
+    for opener, turn_text in _dialogue_lines(body):
+        if opener == REQUEST_PREFIX:
+            history.append(_api_turn(turn_text, level))
+        else:
+            history.append(_turn(ROLE_PREFIXES[opener], text=turn_text[len(opener):]))
+    rendered = (header + "\n" if header else "") + render_dialogue(history, level) + trailer
+    if rendered != record["input"]:
+        raise Unconvertible("dialogue does not round-trip", _first_difference(rendered, record["input"]))
+
+    if trailer_kind == "api":
+        name, arguments, quoting = parse_request(output)
+        target = {**_turn("API", api_name=name, arguments=arguments), QUOTING: _json(quoting)}
+    else:
+        target = _turn("AI", text=response_text(output))
+    return {
+        "id": row_id,
+        "level": level,
+        "kind": trailer_kind,
+        "history": history,
+        "tools": tools,
+        "target": target,
+        "instruction": instruction,
+        "input": record["input"],
+        "expected_output": output,
+        "instruction_icl": "",
+    }
+
+
+def response_text(output: str) -> str:
+    """The assistant's words of a response output (level-3 training outputs read ``AI: ...\\n``)."""
+    if output.startswith(RESPONSE_PREFIX):
+        output = output[len(RESPONSE_PREFIX):]
+    return output.rstrip("\n")
+
+
+def _first_difference(rendered: str, original: str) -> str:
+    index = next((i for i, (a, b) in enumerate(zip(rendered, original)) if a != b), min(len(rendered), len(original)))
+    return f"at character {index}: rendered {rendered[index:index + 60]!r}, input {original[index:index + 60]!r}"
