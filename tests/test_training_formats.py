@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from apibank.data.rows import iter_rows, mapping_source
+from apibank.data.dialogues import mapping_source
+from apibank.data.rows import iter_rows
 from apibank.generate.conversation import build_conversation, display
 from apibank.generate.templates import TemplateAdapter
 from apibank.generate.tiny import train_tokenizer

@@ -26,7 +26,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping
 
-from apibank.data.rows import TEST_CONFIGS, TRAINING_CONFIG, Source, iter_rows
+from apibank.benchmark import SEARCHER
+from apibank.data.configs import TEST_CONFIGS, TRAINING_CONFIG
+from apibank.data.dialogues import Source
+from apibank.data.rows import iter_rows
 from apibank.generate.conversation import build_conversation, paper_text
 from apibank.train.upstream_text import (
     Unconvertible,
@@ -38,10 +41,9 @@ from apibank.train.upstream_text import (
     turn_quoting,
 )
 
-FORMATS = ("chat", "prompt-completion")
+TRAINER_FORMATS = ("chat", "prompt-completion")
 # Exported config name -> the format its rows hold.
 TRAINER_CONFIGS = {"training-chat": "chat", "training-prompt-completion": "prompt-completion"}
-TOOL_SEARCHER = "ToolSearcher"
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,7 @@ class Failure:
 class Conversion:
     """Converted examples per format and every sample that could not be converted."""
 
-    examples: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: {fmt: [] for fmt in FORMATS})
+    examples: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: {fmt: [] for fmt in TRAINER_FORMATS})
     failures: list[Failure] = field(default_factory=list)
     seen: int = 0
 
@@ -66,7 +68,7 @@ class Conversion:
         return dict(sorted(Counter(failure.cause for failure in self.failures).items()))
 
     def summary(self) -> str:
-        converted = len(self.examples[FORMATS[0]])
+        converted = len(self.examples[TRAINER_FORMATS[0]])
         causes = ", ".join(f"{cause}: {count}" for cause, count in self.by_cause().items())
         return f"{converted} of {self.seen} samples converted" + (f"; not converted: {causes}" if causes else "")
 
@@ -90,7 +92,7 @@ def check_calls(row: Mapping[str, Any]) -> None:
         extra = [key for key in arguments if key not in declared[name]]
         if extra:
             raise Unconvertible("parameter the tool does not declare", f"{name}({', '.join(extra)})")
-        if name == TOOL_SEARCHER and turn.get("result"):
+        if name == SEARCHER and turn.get("result"):
             for found in described_tools(json.loads(turn["result"])):
                 declared[found["name"]] = declared_parameters(found) or {}
 

@@ -20,9 +20,9 @@ import json
 import re
 from typing import Any, Iterator, Mapping
 
-# _turn and _json make a dialogue turn exactly as the test rows hold it (arguments and result as
+# turn_record and json_text make a dialogue turn exactly as the test rows hold it (arguments and result as
 # JSON text); parsed training turns must be the same shape.
-from apibank.data.rows import API_PROMPT_END, _json, _turn
+from apibank.data.rendering import API_PROMPT_END, json_text, turn_record
 from apibank.generate.conversation import display
 
 REQUEST_PREFIX = "API-Request: "
@@ -229,7 +229,7 @@ def _api_turn(text: str, level: int) -> dict[str, str]:
     # Levels 1/2 show a result's output only, level 3 the whole value: stored so that the
     # conversation builder shows exactly what the prompt showed.
     stored = shown if level == 3 else {"output": shown}
-    return {**_turn("API", api_name=name, arguments=arguments, result=stored), QUOTING: _json(quoting)}
+    return {**turn_record("API", api_name=name, arguments=arguments, result=stored), QUOTING: json_text(quoting)}
 
 
 def turn_quoting(turn: Mapping[str, Any]) -> dict[str, str] | None:
@@ -312,16 +312,16 @@ def parse_flattened(record: Mapping[str, Any], *, row_id: str, level: int, kind:
         if opener == REQUEST_PREFIX:
             history.append(_api_turn(turn_text, level))
         else:
-            history.append(_turn(ROLE_PREFIXES[opener], text=turn_text[len(opener):]))
+            history.append(turn_record(ROLE_PREFIXES[opener], text=turn_text[len(opener):]))
     rendered = (header + "\n" if header else "") + render_dialogue(history, level) + trailer
     if rendered != record["input"]:
         raise Unconvertible("dialogue does not round-trip", _first_difference(rendered, record["input"]))
 
     if trailer_kind == "api":
         name, arguments, quoting = parse_request(output)
-        target = {**_turn("API", api_name=name, arguments=arguments), QUOTING: _json(quoting)}
+        target = {**turn_record("API", api_name=name, arguments=arguments), QUOTING: json_text(quoting)}
     else:
-        target = _turn("AI", text=response_text(output))
+        target = turn_record("AI", text=response_text(output))
     return {
         "id": row_id,
         "level": level,
