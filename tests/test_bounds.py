@@ -19,7 +19,7 @@ from apibank.data import upstream
 from apibank.data.rows import iter_rows
 from apibank.files import atomic_write_text, json_line, json_safe
 from apibank.generate.predictions import PredictionsFileError, PredictionWriter, read_predictions, repair
-from apibank.judge.judging import CachedRetriever
+from apibank.judge.retriever import CachedRetriever
 from apibank.judge.worker import MEMORY_LIMIT, TIMEOUT, Overrun, Step, run_steps
 from apibank_tools.errors import EnvironmentUnavailable, UpstreamDataError
 
@@ -316,7 +316,7 @@ def test_scoring_works_inside_a_daemonic_pool_worker(rows, data_dir):
 
 
 def test_a_lock_held_by_another_thread_at_the_fork_does_not_stall_the_worker(rows, data_dir):
-    from apibank.judge.judging import shared_retriever
+    from apibank.judge.retriever import shared_retriever
 
     row = rows["level-2/AddAgenda-level-3-1#0"]
     score([row["expected_output"]], [row["reference"]], data_dir=data_dir)  # model and catalogues loaded

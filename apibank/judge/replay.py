@@ -22,6 +22,7 @@ from apibank_tools.environment import PristineData, Session, pristine_data
 from apibank_tools.text import space_before_capitals
 
 from apibank.data.upstream import fetch, manifest, upstream_source
+from apibank.judge.judging import SEARCHER
 
 LEVEL12_FOLDERS = ("lv1-lv2-samples/level-1-given-desc", "lv1-lv2-samples/level-2-toolsearcher")
 
@@ -133,7 +134,7 @@ def replay_toolset(
 def _searcher_figures(calls: list[GoldCall], retriever: Any) -> dict[str, Any]:
     from apibank_tools.retrieval import retrieve
 
-    searches = [c for c in calls if c.api_name == "ToolSearcher"]
+    searches = [c for c in calls if c.api_name == SEARCHER]
 
     def recorded_tool(call: GoldCall) -> str:
         output = call.recorded["output"]
