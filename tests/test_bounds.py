@@ -19,8 +19,9 @@ from apibank.data import upstream
 from apibank.data.rows import iter_rows
 from apibank.files import atomic_write_text, json_line, json_safe
 from apibank.generate.predictions import PredictionsFileError, PredictionWriter, read_predictions, repair
+from apibank.judge.categories import MEMORY_LIMIT, TIMEOUT
 from apibank.judge.retriever import CachedRetriever
-from apibank.judge.worker import MEMORY_LIMIT, TIMEOUT, Overrun, Step, run_steps
+from apibank.judge.worker import Overrun, Step, run_steps
 from apibank_tools.errors import EnvironmentUnavailable, UpstreamDataError
 
 # The receiver check's regular expression is quadratic: tens of seconds in the C regex engine.

@@ -173,11 +173,6 @@ class Tool:
         """
 
     @classmethod
-    def may_change_state(cls) -> bool:
-        """Whether any call can change the world: a database, a state record or the outside."""
-        return bool(cls.writes or cls.state_records or cls.external_effect)
-
-    @classmethod
     def current_arguments(cls, arguments: dict[str, Any]) -> dict[str, Any]:
         """``arguments`` (a copy) with parameters renamed since the annotation given their current
         name, in place; a recorded name is kept when the current one is given too."""

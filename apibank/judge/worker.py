@@ -24,10 +24,11 @@ killed one left it (the overrun step's own edits are lost: it has no verdict to 
 The child is a plain ``os.fork`` (so a daemonic pool worker may score too). In it, inherited objects
 are frozen out of the cyclic collector, locks other threads may have held at the fork are renewed,
 and SIGINT is ignored (the parent handles it). The caller's signal handlers and timers are never
-touched: the parent only waits on a pipe.
+touched: the parent only waits on a pipe. The system calls behind all this live in
+:mod:`apibank.judge.process`; this module is the protocol between parent and child.
 
 Where ``fork`` does not exist (Windows), steps run in the calling process, bounded only by the
-input caps (``MAX_PREDICTION_CHARS`` in :mod:`apibank.judge.judging`, reference validation).
+input caps (``MAX_PREDICTION_CHARS`` in :mod:`apibank.judge.categories`, reference validation).
 """
 
 from __future__ import annotations
