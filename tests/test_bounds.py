@@ -93,6 +93,30 @@ def test_no_time_limit_is_none_or_inf(rows, data_dir):
             "level-1"]["api"]["correct"] == 1
 
 
+def test_a_very_long_time_limit_is_valid(rows, data_dir):
+    """Any positive deadline is valid; one longer than the system's longest single wait is waited in parts."""
+    row = rows["level-1/SendEmail-level-1-1#0"]
+    for timeout in (1e12, 1.7e308):
+        assert score([row["expected_output"]], [row["reference"]], data_dir=data_dir, timeout=timeout)["paper"][
+            "level-1"]["api"]["correct"] == 1
+
+
+def test_a_long_wait_is_waited_in_parts(monkeypatch):
+    from apibank.judge import worker
+
+    class Quiet:
+        waits: list[float] = []
+
+        def poll(self, seconds):
+            self.waits.append(seconds)
+            return False
+
+    monkeypatch.setattr(worker, "LONGEST_WAIT_S", 0.05)
+    quiet = Quiet()
+    assert worker._wait(quiet, 0.12) is False
+    assert len(quiet.waits) >= 3 and max(quiet.waits) <= 0.05
+
+
 def _grab(payload, state):
     if payload == "allocate":
         block = bytearray(3 * 1024**3)  # beyond the cap: MemoryError in the worker

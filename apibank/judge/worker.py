@@ -37,6 +37,7 @@ import gc
 import multiprocessing
 import os
 import signal
+import time
 import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Sequence
@@ -47,6 +48,8 @@ from apibank.judge.process import Child, fork_available, limit_memory, reset_pea
 DEFAULT_MEMORY_MB = 768
 # A fork is ready in milliseconds; this only guards against a child that never starts.
 READY_WAIT_S = 120.0
+# The longest single wait asked of the system; longer deadlines are waited for in parts.
+LONGEST_WAIT_S = 86_400.0
 
 
 @dataclass(frozen=True)
@@ -226,7 +229,7 @@ def _collect(receiver: Any, process: Any, steps: Sequence[Step], position: int, 
     group_state = state
     while True:
         if position < len(steps):
-            if not receiver.poll(timeout):
+            if not _wait(receiver, timeout):
                 results[position] = Overrun(TIMEOUT, f"the sample exceeded its time limit of {timeout} s")
                 return position + 1, _state_after(steps, position, group_state)
         elif not receiver.poll(READY_WAIT_S):  # every step reported; only the cache is missing
@@ -254,6 +257,17 @@ def _collect(receiver: Any, process: Any, steps: Sequence[Step], position: int, 
         if peak is not None:
             peaks[index] = peak
         position = index + 1
+
+
+def _wait(receiver: Any, seconds: float | None) -> bool:
+    """``receiver.poll(seconds)`` for any deadline: the system refuses single waits of centuries."""
+    if seconds is None or seconds <= LONGEST_WAIT_S:
+        return receiver.poll(seconds)
+    deadline = time.monotonic() + seconds
+    while not receiver.poll(min(LONGEST_WAIT_S, max(0.0, deadline - time.monotonic()))):
+        if time.monotonic() >= deadline:
+            return False
+    return True
 
 
 def _state_after(steps: Sequence[Step], position: int, state: Any) -> Any:
