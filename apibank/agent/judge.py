@@ -106,7 +106,7 @@ def _acts_outside(tools: ToolSet, name: str) -> bool:
 
 def effect_tables(tools: ToolSet, calls: Iterable[tuple[str, dict[str, Any] | None]],
                   mapping: dict[str, str]) -> dict[str, list[str]]:
-    """The effects outside the environment: one more table per tool, each call once, order-free."""
+    """The effects outside the environment: one more table per tool, its successful calls' inputs, order-free."""
     tables: dict[str, list[str]] = {}
     for name, result in calls:
         if _acts_outside(tools, name) and result is not None and result.get("exception") is None:
