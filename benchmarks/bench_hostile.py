@@ -31,13 +31,14 @@ from typing import Any, Callable
 from apibank.benchmark import JUDGE_MEMORY_MB, JUDGE_TIMEOUT_S, LEVELS, PROTOCOLS
 from apibank.data import upstream
 from apibank.data.rows import iter_rows
-from apibank.judge.judging import MAX_PREDICTION_CHARS
+from apibank.judge.categories import MAX_PREDICTION_CHARS
+from apibank.judge.process import reset_peak, status_kb
 from apibank.judge.scoring import _score
-from apibank.judge.worker import RunStats, _reset_peak, _status_kb
+from apibank.judge.worker import RunStats
 
 
 def _kb(field: str) -> int:
-    return _status_kb(field) or 0
+    return status_kb(field) or 0
 
 
 def _in_fork(case: Callable[[], tuple[str, float]], thread: bool) -> tuple[str, float, float]:
@@ -47,7 +48,7 @@ def _in_fork(case: Callable[[], tuple[str, float]], thread: bool) -> tuple[str, 
     if pid == 0:
         os.close(read)
         try:
-            baseline = _reset_peak() or _kb("VmRSS")
+            baseline = reset_peak() or _kb("VmRSS")
             box: dict[str, Any] = {}
 
             def body() -> None:

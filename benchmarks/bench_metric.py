@@ -32,7 +32,8 @@ from apibank_tools.retrieval import catalogue
 from apibank.benchmark import LEVELS, PROTOCOLS
 from apibank.data.rows import iter_rows
 from apibank.data.upstream import resolve_data_dir
-from apibank.judge.judging import CachedRetriever, Judge
+from apibank.judge.judging import Judge
+from apibank.judge.retriever import CachedRetriever
 from apibank.judge.scoring import response_scores, score
 
 

@@ -17,7 +17,7 @@ from apibank.benchmark import (
 )
 from apibank.data import dialogues
 from apibank.data.episodes import load_episodes
-from apibank.data.renames import RENAMED_PARAMETERS, renamed
+from apibank.data.renames import renamed, renamed_parameters
 from apibank.data.rows import iter_rows
 from apibank.judge.replay import level3_gold_calls, level12_gold_calls
 
@@ -153,11 +153,12 @@ def test_renamed_parameters_are_applied_in_one_place(data_dir):
     from apibank.judge import judging
 
     assert judging.renamed is renamed
+    renames = renamed_parameters()
     calls = [call for episode in load_episodes("level-1", data_dir).episodes for call in episode.gold_calls
-             if call.name in RENAMED_PARAMETERS]
+             if call.name in renames]
     assert calls
     for call in calls:
-        assert not set(call.arguments) & set(RENAMED_PARAMETERS[call.name])
+        assert not set(call.arguments) & set(renames[call.name])
         recorded = call.recorded["input"]
         # the renamed parameter keeps its place among the recorded arguments
-        assert list(call.arguments) == [RENAMED_PARAMETERS[call.name].get(key, key) for key in recorded]
+        assert list(call.arguments) == [renames[call.name].get(key, key) for key in recorded]

@@ -19,8 +19,9 @@ from apibank.data import upstream
 from apibank.data.rows import iter_rows
 from apibank.files import atomic_write_text, json_line, json_safe
 from apibank.generate.predictions import PredictionsFileError, PredictionWriter, read_predictions, repair
-from apibank.judge.judging import CachedRetriever
-from apibank.judge.worker import MEMORY_LIMIT, TIMEOUT, Overrun, Step, run_steps
+from apibank.judge.categories import MEMORY_LIMIT, TIMEOUT
+from apibank.judge.retriever import CachedRetriever
+from apibank.judge.worker import Overrun, Step, run_steps
 from apibank_tools.errors import EnvironmentUnavailable, UpstreamDataError
 
 # The receiver check's regular expression is quadratic: tens of seconds in the C regex engine.
@@ -90,6 +91,30 @@ def test_no_time_limit_is_none_or_inf(rows, data_dir):
     for timeout in (None, math.inf, 5):
         assert score([row["expected_output"]], [row["reference"]], data_dir=data_dir, timeout=timeout)["paper"][
             "level-1"]["api"]["correct"] == 1
+
+
+def test_a_very_long_time_limit_is_valid(rows, data_dir):
+    """Any positive deadline is valid; one longer than the system's longest single wait is waited in parts."""
+    row = rows["level-1/SendEmail-level-1-1#0"]
+    for timeout in (1e12, 1.7e308):
+        assert score([row["expected_output"]], [row["reference"]], data_dir=data_dir, timeout=timeout)["paper"][
+            "level-1"]["api"]["correct"] == 1
+
+
+def test_a_long_wait_is_waited_in_parts(monkeypatch):
+    from apibank.judge import worker
+
+    class Quiet:
+        waits: list[float] = []
+
+        def poll(self, seconds):
+            self.waits.append(seconds)
+            return False
+
+    monkeypatch.setattr(worker, "LONGEST_WAIT_S", 0.05)
+    quiet = Quiet()
+    assert worker._wait(quiet, 0.12) is False
+    assert len(quiet.waits) >= 3 and max(quiet.waits) <= 0.05
 
 
 def _grab(payload, state):
@@ -316,7 +341,7 @@ def test_scoring_works_inside_a_daemonic_pool_worker(rows, data_dir):
 
 
 def test_a_lock_held_by_another_thread_at_the_fork_does_not_stall_the_worker(rows, data_dir):
-    from apibank.judge.judging import shared_retriever
+    from apibank.judge.retriever import shared_retriever
 
     row = rows["level-2/AddAgenda-level-3-1#0"]
     score([row["expected_output"]], [row["reference"]], data_dir=data_dir)  # model and catalogues loaded

@@ -30,9 +30,10 @@ from apibank.data import upstream
 from apibank.data.rows import iter_rows
 from apibank.files import json_line, json_safe
 from apibank.generate.predictions import PredictionsFileError, PredictionWriter, read_predictions
-from apibank.judge.judging import CATEGORY_DESCRIPTIONS, MAX_PREDICTION_CHARS
+from apibank.judge.categories import (
+    ABORT_EMPTY_HYPOTHESIS, CATEGORY_DESCRIPTIONS, HYPOTHESIS_TOO_LONG, MAX_PREDICTION_CHARS, ROUGE_RECURSION,
+)
 from apibank.judge.references import ReferenceError, parse_references
-from apibank.judge.scoring import ABORT_EMPTY_HYPOTHESIS, HYPOTHESIS_TOO_LONG, ROUGE_RECURSION
 from apibank_tools.errors import UpstreamDataError
 
 COUNTS: Counter = Counter()

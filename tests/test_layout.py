@@ -7,6 +7,7 @@ cycle cannot hide behind a lazy import.
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -125,3 +126,92 @@ def test_public_api_at_the_top_of_the_package(data_dir):
         level = result[protocol]["level-1"]
         assert level["api"]["total"] + level["response"]["count"] == 4
         assert level["api"]["correct"] == level["api"]["total"]
+
+
+# ------------------------------------------------------------------------- judges never name a tool
+# The rooms that judge calls and episodes: what they need to know about a tool, the tool declares.
+JUDGING_ROOMS = (REPO / "apibank" / "judge", REPO / "apibank" / "agent")
+# A test helper that adds a deliberate extra gold call of a named tool; it belongs with the tests.
+NOT_SCANNED = {REPO / "apibank" / "agent" / "mutations.py"}
+TOOL_MODULES = ("apibank_tools.level12", "apibank_tools.level3")
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found
+
+
+def _tool_references(path: Path, tools: set[str], searcher: str) -> list[tuple[int, str]]:
+    """Code in ``path`` that names an individual tool, as (line, what): an identifier, a string used
+    as data (no whitespace: a key, a table name, ``Tool.attribute``), or one tool's module. Prose
+    (docstrings, comments, messages) may mention tools as examples. The searcher is a benchmark
+    concept, allowed only as the value of a ``SEARCHER`` constant."""
+    tree = ast.parse(path.read_text("utf-8"))
+    docstrings = _docstrings(tree)
+    allowed = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Assign)
+               and [getattr(t, "id", None) for t in node.targets] == ["SEARCHER"]}
+    names = tools | {searcher}
+    found = []
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            found += [(line, f"imports {m}") for m in modules if m.startswith(TOOL_MODULES)]
+        elif isinstance(node, ast.Name) and node.id in names:
+            found.append((line, f"identifier {node.id}"))
+        elif isinstance(node, ast.Attribute) and node.attr in names:
+            found.append((line, f"attribute {node.attr}"))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            text = node.value
+            if text.startswith(TOOL_MODULES):
+                found.append((line, f"module {text}"))
+            elif (not any(c.isspace() for c in text) and id(node) not in allowed
+                  and set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text)) & names):
+                found.append((line, f"string {text!r}"))
+    return sorted(found)
+
+
+def test_judges_and_agents_name_no_tool():
+    from apibank_tools.registry import TOOLSETS
+
+    from apibank.benchmark import SEARCHER
+
+    tools = {name for tools in TOOLSETS.values() for name in tools.names()} - {SEARCHER}
+    assert len(tools) > 60
+    found = [
+        f"{path.relative_to(REPO)}:{line} {what}"
+        for room in JUDGING_ROOMS
+        for path in sorted(room.rglob("*.py"))
+        if path not in NOT_SCANNED
+        for line, what in _tool_references(path, tools, SEARCHER)
+    ]
+    assert not found, "judging code names individual tools (declare the property on the tool instead):\n" + "\n".join(found)
+
+
+def test_the_tool_scan_sees_what_it_must(tmp_path):
+    """The scan above finds each way code can name a tool, and leaves prose alone."""
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        '"""Docstrings may mention Dictionary."""\n'
+        "from apibank_tools.level12.dictionary import recorded_entries\n"
+        'EFFECTS = frozenset({"SendEmail"})\n'
+        'NOT_STATE = {"FlightSearch.flights"}\n'
+        'SEARCHER = "ToolSearcher"\n'
+        'OTHER = "ToolSearcher"\n'
+        'MESSAGE = "a hanging Calculator formula"\n'
+        "import apibank_tools.level3.get_weather\n",
+        "utf-8",
+    )
+    found = _tool_references(sample, {"Dictionary", "SendEmail", "FlightSearch", "Calculator"}, "ToolSearcher")
+    assert found == [
+        (2, "imports apibank_tools.level12.dictionary"),
+        (3, "string 'SendEmail'"),
+        (4, "string 'FlightSearch.flights'"),
+        (6, "string 'ToolSearcher'"),
+        (8, "imports apibank_tools.level3.get_weather"),
+    ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from apibank.data.rows import iter_rows
-from apibank.judge.judging import CachedRetriever
+from apibank.judge.retriever import CachedRetriever
 from apibank.judge.scoring import score
 
 

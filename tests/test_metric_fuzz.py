@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from apibank.data.rows import iter_rows
-from apibank.judge.judging import CachedRetriever
+from apibank.judge.retriever import CachedRetriever
 from apibank.judge.scoring import score
 
 BATCH = 100

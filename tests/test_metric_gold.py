@@ -10,7 +10,7 @@ from apibank_tools.base import ToolError
 from apibank_tools.registry import LEVEL_1_2
 
 from apibank.data.rows import iter_rows
-from apibank.judge.judging import CachedRetriever
+from apibank.judge.retriever import CachedRetriever
 from apibank.judge.scoring import score
 
 # level-1 failures of the original with its network tools working (spec §5.2), file stem#id -> category

@@ -11,6 +11,13 @@ Two kinds of failure are kept apart, as upstream does:
 * a *tool failure* happens inside ``run``. Upstream tools catch every error raised by their own
   logic and report its text in the envelope's ``exception`` field; :meth:`Tool.execute` does the
   same, so ``run`` simply raises (:class:`ToolError` for deliberate failures).
+
+Judges never name a tool: what they need to know about one, each tool class declares (the section
+"what judges read" of :class:`Tool`): the databases a call may modify, the in-memory records that
+are state and those that are not, whether a successful call acts outside the environment, whether
+its results carry random values, parameters renamed since the annotation, and what it reads once
+per process (:meth:`Tool.preload`). A test over the registry checks each declaration against what
+the tool's recorded gold calls really do.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import copy
 import random
 from typing import Any, ClassVar, Protocol
 
+from .data import DataSource
 from .errors import EnvironmentUnavailable
 
 Record = dict[str, Any]
@@ -50,13 +58,18 @@ class CallRejected(Exception):
 
     ``kind`` is one of ``unknown_tool``, ``invalid_parameter_name``, ``invalid_parameter_type``,
     ``invalid_value`` (the original evaluator crashed on it) and ``missing_argument``. The message
-    is upstream's text.
+    is upstream's text. ``raised`` is the class of the exception upstream's own code raised for the
+    call (a ValueError from ``int``, the TypeError of a failed lookup), when it raised one: the
+    level-3 evaluator catches TypeError and counts it apart, so judges tell rejections apart by it.
     """
 
-    def __init__(self, kind: str, message: str, parameter: str | None = None):
+    def __init__(
+        self, kind: str, message: str, parameter: str | None = None, *, raised: type[BaseException] | None = None
+    ):
         super().__init__(message)
         self.kind = kind
         self.parameter = parameter
+        self.raised = raised
 
 
 class CallTimeout(BaseException):
@@ -91,6 +104,24 @@ class Tool:
     envelope_has_api_name: ClassVar[bool] = True
     # Upstream module file name, which fixes the ToolSearcher catalogue order.
     module_name: ClassVar[str] = ""
+
+    # ------------------------------------------------------------------ what judges read
+    # The databases (``init_database`` names) a call may modify; empty for a tool that only reads.
+    writes: ClassVar[tuple[str, ...]] = ()
+    # Instance attributes holding in-memory records that are part of the world's state (a table the
+    # tool keeps itself, a pending verification step): compared like databases by state judges.
+    state_records: ClassVar[tuple[str, ...]] = ()
+    # Instance attributes a call changes as a side effect nobody asked for (upstream's searches
+    # rewrite a matched record's dates into text in place): never state, so such calls are reads.
+    incidental_records: ClassVar[tuple[str, ...]] = ()
+    # A successful call acts outside the environment (an email sent, music played) and changes no
+    # record: judges count each such call as an effect of its own.
+    external_effect: ClassVar[bool] = False
+    # Results carry values drawn from the session's random generator (ids, tokens). Such a tool
+    # overrides :meth:`adopt`; judges compare those values by where they occur, not by content.
+    generates_random_values: ClassVar[bool] = False
+    # Parameters renamed since the dialogues were annotated: recorded name -> current name.
+    renamed_parameters: ClassVar[dict[str, str]] = {}
 
     def __init__(self, session: ToolHost) -> None:
         self.session = session
@@ -128,10 +159,30 @@ class Tool:
     def adopt(self, executed: Record, recorded: Record) -> None:
         """After replaying a gold call, make this session's state match the recorded result.
 
-        Only tools whose results carry random values (appointment ids, registration tokens)
-        override this: the replayed call produced a fresh random value, and later calls of the
-        dialogue refer to the recorded one.
+        Only tools that declare ``generates_random_values`` override this: the replayed call
+        produced a fresh random value, and later calls of the dialogue refer to the recorded one.
         """
+
+    @classmethod
+    def preload(cls, source: DataSource) -> None:
+        """Read now what the tool would read on first use and keep for the whole process.
+
+        Nothing by default. Tools that answer from recorded results read them once per data source;
+        a judge that runs calls in forked worker processes calls this in the parent first, so that
+        the reading is not repeated (and lost) in every worker.
+        """
+
+    @classmethod
+    def current_arguments(cls, arguments: dict[str, Any]) -> dict[str, Any]:
+        """``arguments`` (a copy) with parameters renamed since the annotation given their current
+        name, in place; a recorded name is kept when the current one is given too."""
+        renames = cls.renamed_parameters
+        if not renames:
+            return dict(arguments)
+        return {
+            (renames[key] if key in renames and renames[key] not in arguments else key): value
+            for key, value in arguments.items()
+        }
 
     # ------------------------------------------------------------------------------ judging
     @classmethod

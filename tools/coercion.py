@@ -27,7 +27,7 @@ def _paper_int(key: str, value: Any) -> int:
     try:
         return int(value)
     except (TypeError, ValueError, OverflowError) as error:  # '²' passes isdigit, not int(); inf
-        raise CallRejected("invalid_value", str(error), key) from error
+        raise CallRejected("invalid_value", str(error), key, raised=type(error)) from error
 
 
 def _paper_float(key: str, value: Any) -> float:
@@ -36,7 +36,7 @@ def _paper_float(key: str, value: Any) -> float:
     try:
         return float(value)
     except (TypeError, ValueError, OverflowError) as error:  # an int beyond float's range
-        raise CallRejected("invalid_value", str(error), key) from error
+        raise CallRejected("invalid_value", str(error), key, raised=type(error)) from error
 
 
 def _unchanged(key: str, value: Any) -> Any:

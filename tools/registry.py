@@ -107,6 +107,11 @@ class ToolSet:
                 f"unknown tool {name!r} in {self.name}{extra}"
             )
 
+    def preloading(self) -> list[str]:
+        """The tools that read something once per process (they override :meth:`Tool.preload`)."""
+        self._load()
+        return [name for name, cls in self._tools.items() if _overrides(cls, "preload")]
+
     def suggest(self, name: str, n: int = 3) -> list[str]:
         self._load()
         return difflib.get_close_matches(name, list(self._tools), n=n, cutoff=0.6)
@@ -161,6 +166,19 @@ def _validate(cls: type[Tool]) -> None:
     unknown_defaults = set(cls.defaults) - set(cls.input_parameters)
     if unknown_defaults:
         raise TypeError(f"{cls.name}: defaults for undeclared parameters {sorted(unknown_defaults)}")
+    if cls.generates_random_values != _overrides(cls, "adopt"):
+        raise TypeError(f"{cls.name}: a tool generates random values exactly when it overrides adopt")
+    both = set(cls.state_records) & set(cls.incidental_records)
+    if both:
+        raise TypeError(f"{cls.name}: records {sorted(both)} are declared both state and incidental")
+    unknown_renames = set(cls.renamed_parameters.values()) - set(cls.input_parameters)
+    if unknown_renames:
+        raise TypeError(f"{cls.name}: parameters renamed to undeclared names {sorted(unknown_renames)}")
+
+
+def _overrides(cls: type[Tool], method: str) -> bool:
+    """Whether ``cls`` (or a base below :class:`Tool`) defines its own ``method``."""
+    return next(klass for klass in cls.__mro__ if method in vars(klass)) is not Tool
 
 
 LEVEL_1_2 = ToolSet("level-1-2", __package__ + ".level12")

@@ -26,11 +26,7 @@ from apibank_tools.text import space_before_capitals
 
 from apibank.benchmark import SEARCHER
 from apibank.data.episodes import Episode, GoldCall
-from apibank.agent.judge import (
-    generates_random_values,
-    random_substitutions,
-    substitute,
-)
+from apibank.agent.judge import random_substitutions, substitute
 
 
 @dataclass
@@ -101,7 +97,7 @@ class OracleAgent:
         except (TypeError, ValueError):
             return
         if isinstance(result, dict) and result.get("exception") is None and call.name in self.tools:
-            if generates_random_values(self.tools.get(call.name)):
+            if self.tools.get(call.name).generates_random_values:
                 self.mapping.update(random_substitutions(call.recorded.get("output"), result.get("output")))
 
     def _call(self, name: str, arguments: dict[str, Any]) -> Step:

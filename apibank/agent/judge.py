@@ -2,26 +2,27 @@
 
 The reference is the gold trajectory replayed in a fresh session seeded like the model's:
 
-- **state**: every table of the final state (each written database, and the in-memory records some
-  level-3 tools keep, e.g. ``AddMeeting.meetings``) must equal the gold replay's, table by table;
+- **state**: every table of the final state (each written database, the in-memory records tools
+  declare as ``state_records``, and the calls of tools declaring an ``external_effect``) must equal
+  the gold replay's, table by table;
 - **information**: for every gold call that reads (it changed no table) and succeeded, some call of
   the model must have obtained the same result (same tool, equal ``output``), in any order.
 
 An episode succeeds when both hold. ROUGE-L of the answers against the recorded AI replies is
-reported beside it, never inside it.
+reported beside it, never inside it. No tool is named here: the judge reads what the tools declare.
 
 What cannot be reproduced, and how it is handled (each case counted per episode, never silently):
 
-- random values (AppointmentRegistration ids, RegisterUser tokens): the gold replay substitutes the
-  value its own session generated for the recorded one in every later gold call; both sessions use
-  the same seed, and before comparison each random value a session generated is replaced by a
-  placeholder naming the tool and its rank (``<AppointmentRegistration#0>``), so the comparison
-  does not depend on which value the generator drew;
-- renamed parameters (TimedSwitch/CancelTimedSwitch ``device_id`` -> ``name``): gold calls are
+- random values (tools declaring ``generates_random_values``: appointment ids, user tokens): the
+  gold replay substitutes the value its own session generated for the recorded one in every later
+  gold call; both sessions use the same seed, and before comparison each random value a session
+  generated is replaced by a placeholder naming the tool and its rank (``<Tool#0>``), so the
+  comparison does not depend on which value the generator drew;
+- parameters renamed since the annotation (a tool's ``renamed_parameters``): gold calls are
   replayed with today's names;
 - gold calls the environment refuses even so, and gold reads whose replayed result is an exception
-  (a failed read yields nothing to obtain; capitalised QueryScene names are one case): not required,
-  listed under ``excluded``;
+  (a failed read yields nothing to obtain; scene names capitalised since are one case): not
+  required, listed under ``excluded``;
 - ToolSearcher calls are discovery, not information: never required (the retrieval model drifted
   since annotation); the calls that use what was found are judged instead;
 - gold reads whose replayed result differs from the recorded one (data drift) are required with the
@@ -35,8 +36,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from apibank_tools.base import CallRejected, CallTimeout, Tool
+from apibank_tools.base import CallRejected, CallTimeout
 from apibank_tools.environment import PristineData, Session
+from apibank_tools.registry import ToolSet
 
 from apibank.agent.environment import SESSION_SEED, CallRecord
 from apibank.benchmark import SEARCHER
@@ -45,11 +47,6 @@ from apibank.judge.rouge import EmptyText, rouge_l
 
 
 # ------------------------------------------------------------------------------------ random values
-def generates_random_values(tool_cls: type[Tool]) -> bool:
-    """Tools whose results carry random values are exactly those that adopt recorded ones on replay."""
-    return tool_cls.adopt is not Tool.adopt
-
-
 def _strings(value: Any) -> Iterable[str]:
     if isinstance(value, str):
         yield value
@@ -93,7 +90,7 @@ def placeholders(trace: Iterable[tuple[str, dict[str, Any] | None]], session: Se
     for name, result in trace:
         if result is None or result.get("exception") is not None or name not in session.toolset:
             continue
-        if not generates_random_values(session.toolset.get(name)):
+        if not session.toolset.get(name).generates_random_values:
             continue
         for text in _strings(result.get("output")):
             if text not in mapping and text not in ("success", "failed"):
@@ -103,30 +100,27 @@ def placeholders(trace: Iterable[tuple[str, dict[str, Any] | None]], session: Se
 
 
 # ------------------------------------------------------------------------------------------- state
-# Tools whose effect leaves no trace in any table (an email sent, music played): each successful call
-# is an effect, and the effects of an episode form one more table per tool, compared order-free.
-EFFECT_TOOLS = frozenset({"SendEmail", "PlayMusic", "EmailReminder"})
-# In-memory tables that searches rewrite in place (upstream turns a matched record's dates into text):
-# a quirk of the search, not an effect a user asked for, so they are not state and these calls are reads.
-NOT_STATE = frozenset({"FlightSearch.flights", "HotelAvailability.hotels"})
+def _acts_outside(tools: ToolSet, name: str) -> bool:
+    """Whether a successful call of ``name`` is an effect outside the environment (no table records it)."""
+    return name in tools and tools.get(name).external_effect
 
 
-def effect_tables(calls: Iterable[tuple[str, dict[str, Any] | None]], mapping: dict[str, str]) -> dict[str, list[str]]:
+def effect_tables(tools: ToolSet, calls: Iterable[tuple[str, dict[str, Any] | None]],
+                  mapping: dict[str, str]) -> dict[str, list[str]]:
+    """The effects outside the environment: one more table per tool, its successful calls' inputs, order-free."""
     tables: dict[str, list[str]] = {}
     for name, result in calls:
-        if name in EFFECT_TOOLS and result is not None and result.get("exception") is None:
+        if _acts_outside(tools, name) and result is not None and result.get("exception") is None:
             tables.setdefault(f"effects:{name}", []).append(json.dumps(substitute(result.get("input"), mapping), sort_keys=True, default=str))
     return {key: sorted(values) for key, values in tables.items()}
 
 
 def state_tables(session: Session) -> dict[str, Any]:
-    """Every table a session holds: written databases and public in-memory records of tool instances."""
+    """Every table a session holds: written databases and the state records its tools declare."""
     tables: dict[str, Any] = {f"db:{name}": store for name, store in session.written_stores().items()}
     for tool_name, instance in session.tool_instances().items():
-        for attr, value in vars(instance).items():
-            key = f"{tool_name}.{attr}"
-            if attr != "session" and not attr.startswith("_") and key not in NOT_STATE:
-                tables[key] = value
+        for attr in type(instance).state_records:
+            tables[f"{tool_name}.{attr}"] = getattr(instance, attr)
     return tables
 
 
@@ -243,11 +237,11 @@ def replay_gold(episode: Episode, data: PristineData, *, retriever: Any = None, 
             before = copy.deepcopy(state_tables(session))
             result, rejected = _execute(session, call.name, arguments, "none")
             after = state_tables(session)
-            writes = call.name in EFFECT_TOOLS or any(
+            writes = _acts_outside(session.toolset, call.name) or any(
                 after[key] != (before[key] if key in before else _table_pristine(session, key))
                 for key in after
             )
-            if result is not None and call.recorded is not None and result.get("exception") is None and generates_random_values(session.toolset.get(call.name)):
+            if result is not None and call.recorded is not None and result.get("exception") is None and session.toolset.get(call.name).generates_random_values:
                 mapping.update(random_substitutions(call.recorded.get("output"), result.get("output")))
             steps.append(GoldStep(call, turn_index, call_index, arguments, result, rejected, writes))
     marks = placeholders(((s.call.name, s.result) for s in steps), session)
@@ -328,8 +322,8 @@ def _rouge(answers: list[str | None], episode: Episode) -> float | None:
 
 def judge_episode(episode: Episode, gold: GoldReference, model_session: Session, trace: list[CallRecord], answers: list[str | None]) -> EpisodeVerdict:
     model_map = placeholders(((r.name, r.result) for r in trace), model_session)
-    gold_effects = effect_tables(((s.call.name, s.result) for s in gold.steps), gold.placeholders)
-    model_effects = effect_tables(((r.name, r.result) for r in trace), model_map)
+    gold_effects = effect_tables(gold.session.toolset, ((s.call.name, s.result) for s in gold.steps), gold.placeholders)
+    model_effects = effect_tables(model_session.toolset, ((r.name, r.result) for r in trace), model_map)
     diff = state_diff(gold.session, gold.placeholders, model_session, model_map, gold_effects, model_effects)
     obtained: dict[str, list[Any]] = {}
     for record in trace:

@@ -1,17 +1,21 @@
 """Judging one predicted API call against its gold call, under the paper or the corrected protocol.
 
-The *paper* protocol is the original evaluators' procedure, bug for bug (spec protocol §2.3, §3,
-§4.1, §4.2, §4.5): regex parsing, text-only coercion, fresh tool state per call, the tools' original
-checks (which may edit the gold record in place: the caller passes the shared gold record of a
-duplicate group), and the original's error categories. Where the original would abort the whole run,
-the sample is counted wrong under an ``ABORT_*`` category.
+The *paper* protocol is the original evaluators' procedure, bug for bug: regex parsing, text-only
+coercion, fresh tool state per call, the tools' original checks (which may edit the gold record in
+place: the caller passes the shared gold record of a duplicate group), and the original's error
+categories. Where the original would abort the whole run, the sample is counted wrong under an
+``ABORT_*`` category.
 
 The *corrected* protocol parses literals with ``ast``, coerces them to the declared schema, replays
 the dialogue's earlier gold calls first (adopting recorded random ids), and judges with the tools'
 ``check_corrected``. A prediction is correct when it agrees with the recorded gold result or with the
 result the gold call itself produces in the same replayed state; the second reference absorbs data
-that changed after annotation (QueryScene device capitalisation, descriptions in ToolSearcher
-outputs, the renamed TimedSwitch parameter whose recorded device no longer exists).
+that changed after annotation (device names capitalised since, retrieved descriptions edited since,
+a renamed parameter whose recorded device no longer exists).
+
+Both protocols walk one exception ladder (:meth:`Judge._execute`, :meth:`Judge._checked`); what each
+rung is called differs by protocol and lives in :mod:`apibank.judge.categories`. No tool is named
+here: what the judge needs to know about a tool, the tool declares (``apibank_tools.base``).
 
 Isolation and bounds: every judged call runs in its own :class:`Session` over the read-only pristine
 databases (private copies on write). The judge itself sets no timer: :mod:`apibank.judge.scoring`
@@ -22,84 +26,29 @@ parsing. Nothing from a prediction is evaluated: parsing is regular expressions 
 
 from __future__ import annotations
 
-import os
-import threading
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, TypeVar
 
-from apibank_tools.base import CallRejected, CallTimeout, Record
+from apibank_tools.base import CallRejected, CallTimeout, Record, Tool
 from apibank_tools.environment import PristineData, Session
-from apibank_tools.level3.get_weather import UNKNOWN_COORDINATES
-from apibank_tools.registry import toolset
-from apibank_tools.retrieval import BACKEND_ENV, catalogue, default_retriever, found_tool
+from apibank_tools.registry import ToolSet, toolset
+from apibank_tools.retrieval import catalogue, found_tool
 from apibank_tools.text import space_before_capitals
 
 from apibank.benchmark import SEARCHER
 from apibank.data.renames import renamed, renamed_record
+from apibank.judge.categories import (
+    ABORT_EXECUTION_ERROR, ABORT_MISSING_KEYWORDS, API_NAME_MISMATCH, CORRECTED_CATEGORIES,
+    FAILED_PARSE_API_CALL, GOLD_CALL_FAILED, HAS_EXCEPTION, INPUT_MISMATCH, MAX_PREDICTION_CHARS, NO_API_CALL,
+    OUTPUT_MISMATCH, PAPER_CATEGORIES, PAPER_LEVEL_3_CATEGORIES, PREDICTION_TOO_LONG, TIMEOUT, UNCATEGORISED,
+    CategoryMap,
+)
 from apibank.judge.parsing import ParseError, parse_paper, parse_typed
-from apibank.judge.worker import MEMORY_LIMIT, TIMEOUT
+from apibank.judge.retriever import CachedRetriever, shared_retriever
 
-# The original evaluator's categories (spec protocol §4.2).
-NO_API_CALL = "NO_API_CALL"
-API_NAME_MISMATCH = "API_NAME_MISMATCH"
-INVALID_INPUT_PARAMETER = "INVALID_INPUT_PARAMETER"
-MISS_INPUT_ARGUMENT = "MISS_INPUT_ARGUMENT"
-KEY_ERROR = "KEY_ERROR"
-HAS_EXCEPTION = "HAS_EXCEPTION"
-OUTPUT_MISMATCH = "OUTPUT_MISMATCH"
-INPUT_MISMATCH = "INPUT_MISMATCH"
-FAILED_PARSE_API_CALL = "FAILED_PARSE_API_CALL"
-# Ours: a false check with none of the above differences (the original leaves it uncategorised).
-UNCATEGORISED = "UNCATEGORISED"
-# Level 3 only: the predicted tool does not exist (the original counts it as an execution error).
-UNKNOWN_API = "UNKNOWN_API"
-# Corrected protocol only: values that cannot be converted to the declared type.
-INVALID_INPUT_TYPE = "INVALID_INPUT_TYPE"
-INVALID_INPUT_VALUE = "INVALID_INPUT_VALUE"
-# Cases where the original run aborts instead of giving a verdict; counted wrong here.
-ABORT_INVALID_PARAMETER_TYPE = "ABORT_INVALID_PARAMETER_TYPE"
-ABORT_INVALID_VALUE = "ABORT_INVALID_VALUE"
-ABORT_MISSING_KEYWORDS = "ABORT_MISSING_KEYWORDS"
-ABORT_CHECK_ERROR = "ABORT_CHECK_ERROR"
-ABORT_EXECUTION_ERROR = "ABORT_EXECUTION_ERROR"
-# Level 3 paper: the tool raised TypeError, which lv3_evaluator catches and counts as a failed line.
-EXECUTION_TYPE_ERROR = "EXECUTION_TYPE_ERROR"
-# The prediction is longer than any answer the judge reads (MAX_PREDICTION_CHARS); judged wrong unread.
-PREDICTION_TOO_LONG = "PREDICTION_TOO_LONG"
-# Corrected: the prediction differs from the recorded gold and the gold call itself fails in the
-# replayed state, so there is no trustworthy second reference: a data error, counted wrong.
-GOLD_CALL_FAILED = "GOLD_CALL_FAILED"
 
-# 24 times the longest gold answer (1,335 characters); caps parsing and execution work per sample.
-MAX_PREDICTION_CHARS = 32_768
+T = TypeVar("T")
 
-CATEGORY_DESCRIPTIONS = {
-    NO_API_CALL: "no `[Name(...)]` call found in the output",
-    API_NAME_MISMATCH: "the predicted tool differs from the gold tool (or a check's name assertion failed)",
-    INVALID_INPUT_PARAMETER: "a parameter name the tool does not declare (level 3 paper: or a badly typed value)",
-    MISS_INPUT_ARGUMENT: "a required argument is missing",
-    KEY_ERROR: "the check raised KeyError (paper: duplicate re-checks, DeleteMeeting successes, renamed parameters)",
-    HAS_EXCEPTION: "the check failed and the executed call reported an exception",
-    OUTPUT_MISMATCH: "the check failed and the output differs from the gold output",
-    INPUT_MISMATCH: "the check failed and the input differs from the gold input",
-    FAILED_PARSE_API_CALL: "corrected: a call was found but its arguments are not keyword literals",
-    UNCATEGORISED: "the check failed with no output, input or exception difference",
-    UNKNOWN_API: "level 3 paper: the predicted tool does not exist",
-    INVALID_INPUT_TYPE: "corrected: a value cannot be converted to the declared type",
-    INVALID_INPUT_VALUE: "corrected: a value the tool cannot use at all (e.g. unknown coordinates)",
-    ABORT_INVALID_PARAMETER_TYPE: "paper: the original aborts on an int/float value that is not digit-like",
-    ABORT_INVALID_VALUE: "paper: the original aborts on a value that passes the type test but breaks the tool",
-    ABORT_MISSING_KEYWORDS: "paper, level 3: the original aborts on a ToolSearcher call without `keywords`",
-    ABORT_CHECK_ERROR: "paper: the original aborts because the check raised an unexpected error",
-    ABORT_EXECUTION_ERROR: "an unexpected error while executing the call (the original aborts)",
-    TIMEOUT: "the sample exceeded its time limit (the judging process is killed at the deadline)",
-    MEMORY_LIMIT: "the sample exceeded the judging process's memory limit (or the process died)",
-    EXECUTION_TYPE_ERROR: "level 3 paper: the tool raised TypeError (e.g. unknown coordinates), which lv3_evaluator "
-    "counts as a failed (execution error) line",
-    PREDICTION_TOO_LONG: f"the prediction is longer than {MAX_PREDICTION_CHARS} characters and is not read",
-    GOLD_CALL_FAILED: "corrected: the prediction differs from the recorded gold and the gold call itself fails in the "
-    "replayed state (a data error, reported; never counted correct)",
-}
 
 @dataclass
 class Verdict:
@@ -113,83 +62,6 @@ class Verdict:
     result: Record | None = None
     error: str | None = None  # the rejection, abort or parse message, if any
     extra: dict[str, Any] = field(default_factory=dict)
-
-
-class CachedRetriever:
-    """A retriever whose selections are cached per (keywords, catalogue); the model loads on first use.
-
-    In a judging worker process, :meth:`record_new` starts noting the selections it adds, and
-    :meth:`new_entries` / :meth:`merge` carry them back to the parent's cache.
-    """
-
-    def __init__(self, retriever: Any = None) -> None:
-        self._retriever = retriever
-        self._best: dict[tuple[str, tuple[str, ...]], int | None] = {}
-        self._catalogues: dict[tuple[str, ...], tuple[str, ...]] = {}
-        self._new: list[tuple[str, tuple[str, ...]]] | None = None
-        self._lock = threading.Lock()
-
-    def record_new(self) -> None:
-        self._new = []
-
-    def new_entries(self) -> list[tuple[str, tuple[str, ...], int | None]]:
-        return [(keywords, documents, self._best[(keywords, documents)]) for keywords, documents in self._new or ()]
-
-    def merge(self, entries: Sequence[tuple[str, tuple[str, ...], int | None]] | None) -> None:
-        for keywords, documents, chosen in entries or ():
-            documents = self._catalogues.setdefault(documents, documents)
-            self._best[(keywords, documents)] = chosen
-
-    def prepare(self, documents: Sequence[str]) -> None:
-        """Load the model and embed ``documents`` now (before any sample's clock starts)."""
-        inner = self.inner
-        if hasattr(inner, "document_embeddings"):
-            inner.document_embeddings(list(documents))
-
-    @property
-    def inner(self) -> Any:
-        if self._retriever is None:
-            with self._lock:
-                if self._retriever is None:
-                    self._retriever = default_retriever()
-        return self._retriever
-
-    @property
-    def model_id(self) -> str:
-        return self.inner.model_id
-
-    def best(self, keywords: str, documents: Sequence[str]) -> int | None:
-        catalogue = tuple(documents)
-        catalogue = self._catalogues.setdefault(catalogue, catalogue)  # one object per catalogue
-        key = (keywords, catalogue)
-        try:
-            return self._best[key]
-        except KeyError:
-            pass
-        chosen = self.inner.best(keywords, documents)
-        self._best[key] = chosen
-        if self._new is not None:
-            self._new.append(key)
-        return chosen
-
-    def scores(self, keywords: str, documents: Sequence[str]) -> list[float]:
-        return self.inner.scores(keywords, documents)
-
-
-_SHARED_RETRIEVERS: dict[str, CachedRetriever] = {}
-_SHARED_LOCK = threading.Lock()
-
-
-def shared_retriever() -> CachedRetriever:
-    """The process-wide cached retriever of the default backend (``$APIBANK_RETRIEVER``, else ONNX).
-
-    Keyword selections are cached per process, so repeated scoring runs embed each keyword once.
-    """
-    spec = os.environ.get(BACKEND_ENV) or "onnx"
-    with _SHARED_LOCK:
-        if spec not in _SHARED_RETRIEVERS:
-            _SHARED_RETRIEVERS[spec] = CachedRetriever()
-        return _SHARED_RETRIEVERS[spec]
 
 
 def _outcome_category(result: Record, gold: Record) -> str:
@@ -232,18 +104,18 @@ class Judge:
             if SEARCHER in tools.names():
                 self.retriever.prepare([text for _, text in catalogue(tools)])
 
-    def prepare_recordings(self, tool_names: Iterable[str]) -> None:
-        """Read the recorded results Dictionary and Translate answer from, once per process.
+    def preload(self, tools: Iterable[tuple[str, str]]) -> None:
+        """Run :meth:`Tool.preload` of each (tool set, tool name) in this process, once per tool class.
 
-        Judging runs in a worker process (apibank.judge.worker): what a tool loads lazily there is
-        lost with the worker, so these per-process tables are filled in the caller before it forks.
+        Judging runs in a worker process (apibank.judge.worker): what a tool reads lazily there is
+        lost with the worker, so the caller reads it before it forks.
         """
-        from apibank_tools.level12.dictionary import recorded_entries
-        from apibank_tools.level12.translate import recorded_translations
-
-        loaders = {"Dictionary": recorded_entries, "Translate": recorded_translations}
-        for name in sorted(set(tool_names) & set(loaders)):
-            loaders[name](self.data.source)
+        done: set[type[Tool]] = set()
+        for set_name, name in sorted(set(tools)):
+            cls = toolset(set_name).get(name)
+            if cls not in done:
+                done.add(cls)
+                cls.preload(self.data.source)
 
     @staticmethod
     def _too_long(prediction: str) -> Verdict | None:
@@ -253,6 +125,36 @@ class Judge:
                 error=f"the prediction has {len(prediction)} characters; at most {MAX_PREDICTION_CHARS} are judged",
             )
         return None
+
+    # ------------------------------------------------------------------------ the exception ladder
+    def _execute(self, verdict: Verdict, categories: CategoryMap, open_session: Callable[[], Session],
+                 arguments: dict[str, Any], coercion: str) -> Record | None:
+        """Run the predicted call; on failure fill in ``verdict`` and return None."""
+        try:
+            return open_session().call(verdict.name, arguments, coercion=coercion)
+        except CallRejected as rejection:
+            verdict.error = str(rejection)
+            verdict.category = categories.rejected(rejection)
+        except CallTimeout as error:
+            self._failed(verdict, TIMEOUT, error)
+        except Exception as error:  # the original aborts on anything else escaping execution
+            self._failed(verdict, ABORT_EXECUTION_ERROR, error)
+        return None
+
+    def _checked(self, verdict: Verdict, categories: CategoryMap, check: Callable[[], T]) -> T | None:
+        """``check()``; when it raises, fill in ``verdict`` by the protocol's rules and return None."""
+        try:
+            return check()
+        except Exception as error:
+            self._failed(verdict, categories.check_failed(error), error)
+            return None
+
+    @staticmethod
+    def _failed(verdict: Verdict, category: str, error: BaseException) -> Verdict:
+        verdict.correct = False
+        verdict.category = category
+        verdict.error = _message(error)
+        return verdict
 
     # ---------------------------------------------------------------------------------- paper
     def paper(self, prediction: str, reference: dict[str, Any], gold: Record) -> Verdict:
@@ -265,93 +167,31 @@ class Judge:
             return Verdict(False, NO_API_CALL)
         verdict = Verdict(False, None, call=parsed.text, name=parsed.name, arguments=dict(parsed.arguments))
         gold_name = reference["gold"]["api_name"]
-        if reference["level"] == 3:
-            return self._paper_level3(verdict, reference, gold_name, gold)
-        if parsed.name != gold_name:
+        # lv3_evaluator compares no names: the gold tool's check judges whatever was called.
+        level3 = reference["level"] == 3
+        if not level3 and parsed.name != gold_name:
             verdict.category = API_NAME_MISMATCH
             return verdict
-        tools = toolset(reference["toolset"])
-        try:
-            result = self.session(reference["toolset"]).call(parsed.name, verdict.arguments, coercion="paper")
-        except CallRejected as rejection:
-            verdict.error = str(rejection)
-            verdict.category = {
-                "unknown_tool": API_NAME_MISMATCH,
-                "invalid_parameter_name": INVALID_INPUT_PARAMETER,
-                "missing_argument": MISS_INPUT_ARGUMENT,
-                "invalid_parameter_type": ABORT_INVALID_PARAMETER_TYPE,
-            }.get(rejection.kind, ABORT_INVALID_VALUE)
-            return verdict
-        except CallTimeout as error:
-            return self._failed(verdict, TIMEOUT, error)
-        except Exception as error:  # the original aborts on anything else escaping execution
-            return self._failed(verdict, ABORT_EXECUTION_ERROR, error)
-        verdict.result = result
-        try:
-            verdict.correct = bool(tools.get(parsed.name).check(result, gold))
-        except KeyError as error:  # caught inside the original's checker call
-            return self._failed(verdict, KEY_ERROR, error)
-        except AssertionError as error:
-            text = str(error)
-            if "The API name is not correct." in text:
-                return self._failed(verdict, API_NAME_MISMATCH, error)
-            if "invalid parameter name" in text:
-                return self._failed(verdict, INVALID_INPUT_PARAMETER, error)
-            return self._failed(verdict, ABORT_CHECK_ERROR, error)
-        except Exception as error:
-            text = str(error)
-            if "missing" in text and "required positional argument" in text:
-                return self._failed(verdict, MISS_INPUT_ARGUMENT, error)
-            return self._failed(verdict, ABORT_CHECK_ERROR, error)
-        if not verdict.correct:
-            verdict.category = _outcome_category(result, gold)
-        return verdict
-
-    def _paper_level3(self, verdict: Verdict, reference: dict[str, Any], gold_name: str, gold: Record) -> Verdict:
-        """lv3_evaluator: no name comparison; the gold tool's check judges whatever was called."""
-        arguments = verdict.arguments
-        if verdict.name == SEARCHER:
-            if "keywords" not in arguments:
+        if level3 and parsed.name == SEARCHER:
+            if "keywords" not in verdict.arguments:
                 verdict.category = ABORT_MISSING_KEYWORDS
                 return verdict
-            arguments["keywords"] = space_before_capitals(arguments["keywords"])
+            verdict.arguments["keywords"] = space_before_capitals(verdict.arguments["keywords"])
+        categories = PAPER_LEVEL_3_CATEGORIES if level3 else PAPER_CATEGORIES
         tools = toolset(reference["toolset"])
-        try:
-            result = self.session(reference["toolset"]).call(verdict.name, arguments, coercion="paper")
-        except CallRejected as rejection:
-            verdict.error = str(rejection)
-            if rejection.kind == "invalid_value" and _is_type_error(rejection):
-                verdict.category = EXECUTION_TYPE_ERROR
-                return verdict
-            verdict.category = {
-                "unknown_tool": UNKNOWN_API,
-                "invalid_parameter_name": INVALID_INPUT_PARAMETER,
-                "invalid_parameter_type": INVALID_INPUT_PARAMETER,
-                "missing_argument": MISS_INPUT_ARGUMENT,
-            }.get(rejection.kind, ABORT_INVALID_VALUE)
+        result = self._execute(
+            verdict, categories, lambda: self.session(reference["toolset"]), verdict.arguments, "paper"
+        )
+        if result is None:
             return verdict
-        except CallTimeout as error:
-            return self._failed(verdict, TIMEOUT, error)
-        except Exception as error:
-            return self._failed(verdict, ABORT_EXECUTION_ERROR, error)
         verdict.result = result
-        try:
-            verdict.correct = bool(tools.get(gold_name).check(result, gold))
-        except AssertionError as error:
-            return self._failed(verdict, API_NAME_MISMATCH, error)
-        except KeyError as error:
-            return self._failed(verdict, KEY_ERROR, error)
-        except Exception as error:
-            return self._failed(verdict, ABORT_CHECK_ERROR, error)
-        if not verdict.correct:
-            verdict.category = API_NAME_MISMATCH if verdict.name != gold_name else _outcome_category(result, gold)
-        return verdict
-
-    @staticmethod
-    def _failed(verdict: Verdict, category: str, error: BaseException) -> Verdict:
-        verdict.correct = False
-        verdict.category = category
-        verdict.error = _message(error)
+        correct = self._checked(verdict, categories, lambda: bool(tools.get(gold_name).check(result, gold)))
+        if correct is None:
+            return verdict
+        verdict.correct = correct
+        if not correct:
+            other_tool = level3 and verdict.name != gold_name
+            verdict.category = API_NAME_MISMATCH if other_tool else _outcome_category(result, gold)
         return verdict
 
     # ------------------------------------------------------------------------------ corrected
@@ -366,50 +206,26 @@ class Judge:
             return Verdict(False, FAILED_PARSE_API_CALL, error=_message(error))
         if parsed is None:
             return Verdict(False, NO_API_CALL)
+        tools = toolset(reference["toolset"])
         gold_call = reference["gold"]
         gold_name = gold_call["api_name"]
-        arguments = renamed(parsed.name, parsed.arguments)
+        arguments = renamed(parsed.name, parsed.arguments, tools)
         verdict = Verdict(False, None, call=parsed.text, name=parsed.name, arguments=arguments)
         if parsed.name != gold_name:
             verdict.category = API_NAME_MISMATCH
             return verdict
-        level3_search = reference["level"] == 3 and parsed.name == SEARCHER
-        if level3_search and isinstance(arguments.get("keywords"), str):
-            arguments = {**arguments, "keywords": space_before_capitals(arguments["keywords"])}
-        try:
-            result = self._replayed(reference).call(parsed.name, arguments, coercion="typed")
-        except CallRejected as rejection:
-            verdict.error = str(rejection)
-            verdict.category = {
-                "unknown_tool": API_NAME_MISMATCH,
-                "invalid_parameter_name": INVALID_INPUT_PARAMETER,
-                "invalid_parameter_type": INVALID_INPUT_TYPE,
-                "missing_argument": MISS_INPUT_ARGUMENT,
-            }.get(rejection.kind, INVALID_INPUT_VALUE)
+        result = self._execute(
+            verdict, CORRECTED_CATEGORIES, lambda: self._replayed(reference), _searched(reference, parsed.name, arguments), "typed"
+        )
+        if result is None:
             return verdict
-        except CallTimeout as error:
-            return self._failed(verdict, TIMEOUT, error)
-        except Exception as error:
-            return self._failed(verdict, ABORT_EXECUTION_ERROR, error)
         verdict.result = result
-        recorded = renamed_record(gold_name, gold_call["result"])
-        tool = toolset(reference["toolset"]).get(gold_name)
-        executed: Record | None = None
-        try:
-            correct = bool(tool.check_corrected(result, recorded))
-            # The gold call's own result in this state is only needed when the recorded one disagrees.
-            if not correct or gold_name == SEARCHER:
-                executed = self._gold_result(reference)
-            gold_failed = _gold_failed(executed, recorded)
-            if not correct and not gold_failed:
-                correct = bool(tool.check_corrected(result, executed))
-            elif not correct and executed is not None:
-                # A failing gold call is no reference, except for the very same call: a prediction
-                # whose executed input is the gold call's own (e.g. CancelTimedSwitch on the renamed
-                # device, spec tools-m-z) makes the call the annotation asks for.
-                correct = result.get("api_name") == executed.get("api_name") and result.get("input") == executed.get("input")
-        except Exception as error:  # a check_corrected must not raise; count it and keep going
-            return self._failed(verdict, ABORT_CHECK_ERROR, error)
+        tool = tools.get(gold_name)
+        recorded = renamed_record(tool, gold_call["result"])
+        outcome = self._checked(verdict, CORRECTED_CATEGORIES, lambda: self._agrees(tool, result, recorded, reference))
+        if outcome is None:
+            return verdict
+        correct, executed, gold_failed = outcome
         verdict.correct = correct
         if not correct and gold_failed:
             verdict.category = GOLD_CALL_FAILED
@@ -423,6 +239,27 @@ class Judge:
         if not correct and verdict.category is None:
             verdict.category = _outcome_category(result, executed if executed is not None else recorded)
         return verdict
+
+    def _agrees(self, tool: type[Tool], result: Record, recorded: Record,
+                reference: dict[str, Any]) -> tuple[bool, Record | None, bool]:
+        """Whether ``result`` agrees with the recorded gold or with the gold call's own result here.
+
+        Returns (correct, the gold call's executed result if it was needed, whether it failed).
+        """
+        correct = bool(tool.check_corrected(result, recorded))
+        executed: Record | None = None
+        # The gold call's own result in this state is only needed when the recorded one disagrees.
+        if not correct or tool.name == SEARCHER:
+            executed = self._gold_result(reference)
+        gold_failed = _gold_failed(executed, recorded)
+        if not correct and not gold_failed:
+            correct = bool(tool.check_corrected(result, executed))
+        elif not correct and executed is not None:
+            # A failing gold call is no reference, except for the very same call: a prediction whose
+            # executed input is the gold call's own (a call on a renamed device, say) makes the call
+            # the annotation asks for.
+            correct = result.get("api_name") == executed.get("api_name") and result.get("input") == executed.get("input")
+        return correct, executed, gold_failed
 
     def execute_gold(self, reference: dict[str, Any]) -> Record | None:
         """The gold call executed like a prediction in the same replayed state (None if rejected)."""
@@ -441,20 +278,23 @@ class Judge:
     def _execute_gold(self, reference: dict[str, Any]) -> Record | None:
         gold_call = reference["gold"]
         name = gold_call["api_name"]
-        arguments = renamed(name, gold_call["arguments"])
-        if reference["level"] == 3 and name == SEARCHER and isinstance(arguments.get("keywords"), str):
-            arguments = {**arguments, "keywords": space_before_capitals(arguments["keywords"])}
+        arguments = _searched(reference, name, renamed(name, gold_call["arguments"], toolset(reference["toolset"])))
         try:
             return self._replayed(reference).call(name, arguments, coercion="typed")
-        except CallRejected:
-            return None
-        except Exception:  # a tool bug must not decide a prediction's verdict; judge against the record
+        except Exception:  # rejected, or a tool bug: neither may decide a verdict; judge against the record
             return None
 
     def _replayed(self, reference: dict[str, Any]) -> Session:
         session = self.session(reference["toolset"])
-        session.replay(_replay_calls(reference["earlier_calls"]))
+        session.replay(_replay_calls(session.toolset, reference["earlier_calls"]))
         return session
+
+
+def _searched(reference: dict[str, Any], name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Level 3 splits ToolSearcher keywords before capitals, as lv3_evaluator does (a copy if so)."""
+    if reference["level"] == 3 and name == SEARCHER and isinstance(arguments.get("keywords"), str):
+        return {**arguments, "keywords": space_before_capitals(arguments["keywords"])}
+    return arguments
 
 
 def _gold_failed(executed: Record | None, recorded: Record) -> bool:
@@ -464,12 +304,7 @@ def _gold_failed(executed: Record | None, recorded: Record) -> bool:
     return executed is None or bool(executed.get("exception"))
 
 
-def _is_type_error(rejection: CallRejected) -> bool:
-    """A rejection standing for a TypeError the original tool raised (lv3_evaluator catches those)."""
-    return isinstance(rejection.__cause__, TypeError) or str(rejection) == UNKNOWN_COORDINATES
-
-
-def _replay_calls(earlier: Iterable[dict[str, Any]]) -> Iterable[tuple[str, dict[str, Any], Record]]:
+def _replay_calls(tools: ToolSet, earlier: Iterable[dict[str, Any]]) -> Iterable[tuple[str, dict[str, Any], Record]]:
     """Earlier gold calls as (name, structured input, recorded result); ToolSearcher is stateless."""
     for call in earlier:
         name = call["api_name"]
@@ -477,4 +312,4 @@ def _replay_calls(earlier: Iterable[dict[str, Any]]) -> Iterable[tuple[str, dict
             continue
         recorded = call.get("result") or {}
         structured = recorded.get("input") if isinstance(recorded.get("input"), dict) else call.get("arguments")
-        yield name, renamed(name, structured or {}), recorded
+        yield name, renamed(name, structured or {}, tools), recorded

@@ -1,14 +1,14 @@
 """Scoring API-Bank predictions: API-call accuracy by executing the predicted calls, ROUGE-L for responses.
 
 Entry point: :func:`score`. It takes the model outputs (raw generated text) and the dataset rows'
-``reference`` field (JSON text or the parsed dict; CONTRACTS §2), for any mix of levels and of
-API-call and response rows, and needs nothing else.
+``reference`` field (JSON text or the parsed dict), for any mix of levels and of API-call and
+response rows, and needs nothing else. Every argument is checked before any work starts.
 
 Two protocols, both reported by default:
 
 ``paper``
-    The original evaluators bug for bug (spec protocol §2–§6): regex call extraction, all values
-    text, the original coercion and rejection rules, fresh tool state per call, the tools' original
+    The original evaluators bug for bug: regex call extraction, all values text, the original
+    coercion and rejection rules, fresh tool state per call, the tools' original
     checks with their in-place edits of gold records (duplicate samples share one gold record per
     (file, turn), judged in id order whatever the input order), the original error categories. Cases
     where the original aborts count as wrong under an ``ABORT_*`` category. One deliberate
@@ -31,7 +31,7 @@ Output shape (levels appear only when present in the references)::
         "level-1": {
           "api": {"correct": int, "total": int, "accuracy": float | None},
           "response": {"rouge_l": float | None, "count": int, "rouge_l_rougescore": float | None},
-          "errors": {category: int},            # API rows judged wrong, by category (spec §4.2)
+          "errors": {category: int},            # API rows judged wrong, by category
           "errors_by_api": {gold api_name: int}, # API rows judged wrong, by gold tool (paper Table 2)
           "response_flags": {flag: int},         # ABORT_EMPTY_HYPOTHESIS, ROUGE_RECURSION
         },
@@ -67,51 +67,74 @@ matching the original's fixed denominator).
 from __future__ import annotations
 
 import copy
-import math
 import os
-from collections import Counter, defaultdict
+import sys
+from collections import defaultdict
 from typing import Any, Iterable, Mapping, Sequence
 
-from apibank_tools.environment import pristine_data
-from apibank_tools.retrieval import found_tool
-
-from apibank.data.upstream import upstream_source
 from apibank_tools.base import Record
+from apibank_tools.environment import pristine_data
+from apibank_tools.registry import toolset
 
 from apibank.benchmark import JUDGE_MEMORY_MB, JUDGE_TIMEOUT_S, PROTOCOL_DESCRIPTIONS, PROTOCOLS, SEARCHER
-from apibank.judge.judging import MAX_PREDICTION_CHARS, Judge, Verdict
-from apibank.judge.worker import (
-    Overrun, RunStats, Step, check_timeout, fresh_locks, fresh_module_locks, run_steps,
-)
+from apibank.data.upstream import upstream_source
+from apibank.judge.aggregate import aggregate, detail, searcher_figures
+from apibank.judge.categories import ABORT_EMPTY_HYPOTHESIS, HYPOTHESIS_TOO_LONG, MAX_PREDICTION_CHARS, ROUGE_RECURSION
+from apibank.judge.judging import Judge, Verdict
+from apibank.judge.process import fresh_locks, fresh_module_locks
 from apibank.judge.references import ReferenceError, parse_references
 from apibank.judge.rouge import EmptyText, needs_deep_recursion, rouge_l, rouge_score_l
-
-# Execution-side failures, which lv3_evaluator counts apart from incorrect judgements.
-_EXECUTION_CATEGORIES = {
-    "NO_API_CALL", "UNKNOWN_API", "INVALID_INPUT_PARAMETER", "MISS_INPUT_ARGUMENT", "TIMEOUT",
-    "ABORT_INVALID_PARAMETER_TYPE", "ABORT_INVALID_VALUE", "ABORT_MISSING_KEYWORDS", "ABORT_EXECUTION_ERROR",
-}
-ABORT_EMPTY_HYPOTHESIS = "ABORT_EMPTY_HYPOTHESIS"
-ROUGE_RECURSION = "ROUGE_RECURSION"
-# A response longer than MAX_PREDICTION_CHARS is not scored: 0 under both scores, with this flag.
-HYPOTHESIS_TOO_LONG = "HYPOTHESIS_TOO_LONG"
+from apibank.judge.worker import Overrun, RunStats, Step, run_steps
 
 
-def _check_predictions(predictions: Sequence[Any], count: int) -> list[str]:
+
+def _validated(
+    predictions: Any, references: Any, protocols: Iterable[str], timeout: Any, memory_mb: Any
+) -> tuple[tuple[str, ...], list[str], list[dict[str, Any]], float | None, str | None]:
+    """Every argument of :func:`score` checked once, before any work: (protocols, predictions,
+    parsed references, deadline, revision), or one clear error naming what is wrong."""
+    protocols = tuple(protocols)
+    unknown = [p for p in protocols if p not in PROTOCOLS]
+    if unknown or not protocols:
+        raise ValueError(f"unknown protocols {unknown}; choose from {sorted(PROTOCOLS)}")
+    timeout = _deadline(timeout)
+    if memory_mb is not None and (isinstance(memory_mb, bool) or not isinstance(memory_mb, (int, float))
+                                  or not 0 < memory_mb < float("inf")):
+        raise ValueError(f"memory_mb must be a positive number of megabytes or None, got {memory_mb!r}")
     if predictions is None:
         raise ValueError("predictions is None; pass one generated text per reference")
     if isinstance(predictions, str):
         raise ValueError("predictions must be a list of texts, not one text")
-    predictions = list(predictions)
-    if len(predictions) != count:
-        raise ValueError(f"got {len(predictions)} predictions for {count} references; they must pair up one to one")
-    for index, prediction in enumerate(predictions):
+    if references is None:
+        raise ValueError("references is None; pass the `reference` field of the dataset rows")
+    if isinstance(references, (str, Mapping)):
+        raise ValueError("references must be a list of `reference` fields, not a single one")
+    parsed = parse_references(list(references))
+    texts = list(predictions)
+    if len(texts) != len(parsed):
+        raise ValueError(f"got {len(texts)} predictions for {len(parsed)} references; they must pair up one to one")
+    for index, prediction in enumerate(texts):
         if not isinstance(prediction, str):
             raise ValueError(
                 f"predictions[{index}] is {type(prediction).__name__}; every prediction must be the generated text "
                 "(use '' for an empty generation)"
             )
-    return predictions
+    revisions = sorted({str(r.get("revision")) for r in parsed})
+    if len(revisions) > 1:
+        raise ReferenceError(f"references come from different dataset revisions: {revisions}")
+    return protocols, texts, parsed, timeout, revisions[0] if revisions else None
+
+
+def _deadline(timeout: Any) -> float | None:
+    """A per-sample deadline in seconds: a positive number, or None/inf for none; else a clear error."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(f"timeout must be a number of seconds or None, not {type(timeout).__name__}")
+    value = float(timeout)
+    if value != value or value <= 0:
+        raise ValueError(f"timeout must be a positive number of seconds (or None for no limit), got {timeout!r}")
+    return None if value == float("inf") else value
 
 
 # ------------------------------------------------------------------------------------ responses
@@ -192,21 +215,23 @@ def _needs_retriever(items: list[tuple[int, str, dict[str, Any]]]) -> bool:
 
 
 def _modules_with_locks() -> list[Any]:
-    import sys
-
-    names = ("apibank_tools.environment", "apibank_tools.retrieval", "apibank_tools.level12.dictionary",
-             "apibank_tools.level12.translate", "apibank.judge.judging", "apibank.data.upstream")
-    return [sys.modules[name] for name in names if name in sys.modules]
+    """The loaded modules that may hold process-wide locks: the tool environment's and the judge's."""
+    prefixes = ("apibank_tools.", "apibank.judge.", "apibank.data.")
+    return [module for name, module in list(sys.modules.items()) if name.startswith(prefixes) and module is not None]
 
 
-def _recorded_tools(items: list[tuple[int, str, dict[str, Any]]]) -> set[str]:
-    """The tools answering from recordings that a prediction or gold call of ``items`` may reach."""
+def _preloads(items: list[tuple[int, str, dict[str, Any]]]) -> set[tuple[str, str]]:
+    """(tool set, tool) for each tool with a preload that a prediction or gold call of ``items`` may reach."""
+    preloading: dict[str, list[str]] = {}
     found = set()
     for _, prediction, reference in items:
+        set_name = reference["toolset"]
+        if set_name not in preloading:
+            preloading[set_name] = toolset(set_name).preloading()
         calls = [reference["gold"], *reference["earlier_calls"]]
-        for name in ("Dictionary", "Translate"):
+        for name in preloading[set_name]:
             if name in prediction or any(call.get("api_name") == name for call in calls):
-                found.add(name)
+                found.add((set_name, name))
     return found
 
 
@@ -250,135 +275,6 @@ def _run_judge(
     return verdicts, gold
 
 
-# ------------------------------------------------------------------------------------ aggregation
-def _ratio(correct: int, total: int) -> float | None:
-    return correct / total if total else None
-
-
-def _mean(values: list[float]) -> float | None:
-    # fsum is exactly rounded, so the mean does not depend on the order of the rows
-    return math.fsum(values) / len(values) if values else None
-
-
-def _level_name(level: int) -> str:
-    return f"level-{level}"
-
-
-def _aggregate(
-    protocol: str,
-    references: list[dict[str, Any]],
-    verdicts: dict[int, Verdict],
-    responses: dict[int, tuple[float, float, str | None]],
-    searcher_figures: dict[int, dict[str, int]] | None,
-) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    levels = sorted({reference["level"] for reference in references})
-    all_api = [0, 0]
-    all_rouge: list[float] = []
-    all_rouge_score: list[float] = []
-    for level in levels:
-        rows = [(i, r) for i, r in enumerate(references) if r["level"] == level]
-        api_rows = [(i, r) for i, r in rows if r["kind"] == "api"]
-        response_rows = [i for i, r in rows if r["kind"] == "response"]
-        correct = sum(verdicts[i].correct for i, _ in api_rows)
-        errors = Counter(verdicts[i].category or "UNCATEGORISED" for i, _ in api_rows if not verdicts[i].correct)
-        by_api = Counter(r["gold"]["api_name"] for i, r in api_rows if not verdicts[i].correct)
-        rouge_values = [responses[i][0] for i in response_rows]
-        rouge_score_values = [responses[i][1] for i in response_rows]
-        flags = Counter(responses[i][2] for i in response_rows if responses[i][2])
-        block: dict[str, Any] = {
-            "api": {"correct": correct, "total": len(api_rows), "accuracy": _ratio(correct, len(api_rows))},
-            "response": {
-                "rouge_l": _mean(rouge_values),
-                "count": len(response_rows),
-                "rouge_l_rougescore": _mean(rouge_score_values),
-            },
-            "errors": dict(sorted(errors.items())),
-            "errors_by_api": dict(sorted(by_api.items(), key=lambda kv: (-kv[1], kv[0]))),
-            "response_flags": dict(sorted(flags.items())),
-        }
-        if level == 3:
-            dialogues: dict[int, bool] = {}
-            for i, r in api_rows:
-                dialogues[r["sample_id"]] = dialogues.get(r["sample_id"], True) and verdicts[i].correct
-            good = sum(dialogues.values())
-            block["dialogues"] = {"correct": good, "total": len(dialogues), "accuracy": _ratio(good, len(dialogues))}
-            if protocol == "paper":
-                block["toolsearcher_errors"] = sum(
-                    1
-                    for i, r in api_rows
-                    if r["gold"]["api_name"] == SEARCHER
-                    and not verdicts[i].correct
-                    and verdicts[i].category not in _EXECUTION_CATEGORIES
-                )
-        if searcher_figures is not None and level in searcher_figures:
-            block["toolsearcher"] = searcher_figures[level]
-        out[_level_name(level)] = block
-        all_api[0] += correct
-        all_api[1] += len(api_rows)
-        all_rouge += rouge_values
-        all_rouge_score += rouge_score_values
-    out["overall"] = {
-        "api": {"correct": all_api[0], "total": all_api[1], "accuracy": _ratio(*all_api)},
-        "response": {
-            "rouge_l": _mean(all_rouge),
-            "count": len(all_rouge),
-            "rouge_l_rougescore": _mean(all_rouge_score),
-        },
-    }
-    return out
-
-
-def _searcher_figures(gold: dict[str, Record | None], references: list[dict[str, Any]]) -> dict[int, dict[str, int]]:
-    """How often the gold keywords themselves retrieve the tool the annotation recorded."""
-    figures: dict[int, dict[str, int]] = {}
-    seen: set[str] = set()
-    for reference in references:
-        if reference["kind"] != "api" or reference["gold"]["api_name"] != SEARCHER or reference["id"] in seen:
-            continue
-        seen.add(reference["id"])
-        executed = gold.get(reference["id"])
-        recorded = found_tool(reference["gold"]["result"].get("output"))
-        block = figures.setdefault(reference["level"], {"total": 0, "gold_keywords_retrieve_recorded": 0})
-        block["total"] += 1
-        block["gold_keywords_retrieve_recorded"] += int(
-            executed is not None and found_tool(executed.get("output")) == recorded
-        )
-    return figures
-
-
-def _detail(protocol: str, reference: Mapping[str, Any], verdict: Verdict | None, response: tuple | None) -> dict[str, Any]:
-    record: dict[str, Any] = {
-        "id": reference["id"],
-        "protocol": protocol,
-        "level": reference["level"],
-        "kind": reference["kind"],
-        "extracted_call": None,
-        "name": None,
-        "arguments": None,
-        "result": None,
-        "verdict": None,
-        "score": None,
-        "score_rougescore": None,
-        "category": None,
-        "error": None,
-    }
-    if verdict is not None:
-        record.update(
-            extracted_call=verdict.call,
-            name=verdict.name,
-            arguments=verdict.arguments,
-            result=verdict.result,
-            verdict=verdict.correct,
-            category=verdict.category,
-            error=verdict.error,
-        )
-        record.update(verdict.extra)
-    if response is not None:
-        record.update(score=response[0], score_rougescore=response[1], category=response[2])
-    return record
-
-
 # ------------------------------------------------------------------------------------ entry point
 def score(
     predictions: Sequence[str],
@@ -417,27 +313,7 @@ def _score(
     memory_mb: float | None,
     stats: RunStats | None = None,
 ) -> dict[str, Any]:
-    protocols = tuple(protocols)
-    unknown = [p for p in protocols if p not in PROTOCOLS]
-    if unknown or not protocols:
-        raise ValueError(f"unknown protocols {unknown}; choose from {sorted(PROTOCOLS)}")
-    timeout = check_timeout(timeout)
-    if memory_mb is not None and (isinstance(memory_mb, bool) or not isinstance(memory_mb, (int, float))
-                                  or not 0 < memory_mb < float("inf")):
-        raise ValueError(f"memory_mb must be a positive number of megabytes or None, got {memory_mb!r}")
-    if predictions is None:
-        raise ValueError("predictions is None; pass one generated text per reference")
-    if isinstance(predictions, str):
-        raise ValueError("predictions must be a list of texts, not one text")
-    if references is None:
-        raise ValueError("references is None; pass the `reference` field of the dataset rows")
-    if isinstance(references, (str, Mapping)):
-        raise ValueError("references must be a list of `reference` fields, not a single one")
-    parsed = parse_references(list(references))
-    texts = _check_predictions(predictions, len(parsed))
-    revisions = sorted({str(r.get("revision")) for r in parsed})
-    if len(revisions) > 1:
-        raise ReferenceError(f"references come from different dataset revisions: {revisions}")
+    protocols, texts, parsed, timeout, revision = _validated(predictions, references, protocols, timeout, memory_mb)
 
     api_items = [(i, texts[i], r) for i, r in enumerate(parsed) if r["kind"] == "api"]
     responses = {i: response_scores(texts[i], r) for i, r in enumerate(parsed) if r["kind"] == "response"}
@@ -449,18 +325,18 @@ def _score(
         judge = Judge(pristine_data(upstream_source(data_dir)).preload(), retriever)
         if _needs_retriever(api_items):
             judge.prepare(reference["toolset"] for _, _, reference in api_items)
-        judge.prepare_recordings(_recorded_tools(api_items))
+        judge.preload(_preloads(api_items))
         per_protocol, gold = _run_judge(judge, api_items, parsed, protocols, timeout, memory_mb, stats)
 
     output: dict[str, Any] = {}
     for protocol in protocols:
-        figures = None if protocol == "paper" else _searcher_figures(gold, parsed)
-        output[protocol] = _aggregate(protocol, parsed, per_protocol[protocol], responses, figures)
-    output["revision"] = revisions[0] if revisions else None
+        figures = None if protocol == "paper" else searcher_figures(gold, parsed)
+        output[protocol] = aggregate(protocol, parsed, per_protocol[protocol], responses, figures)
+    output["revision"] = revision
     output["protocols"] = {p: PROTOCOL_DESCRIPTIONS[p] for p in protocols}
     if return_details:
         output["details"] = [
-            _detail(protocol, reference, per_protocol[protocol].get(i), responses.get(i))
+            detail(protocol, reference, per_protocol[protocol].get(i), responses.get(i))
             for i, reference in enumerate(parsed)
             for protocol in protocols
         ]

@@ -24,10 +24,11 @@ killed one left it (the overrun step's own edits are lost: it has no verdict to 
 The child is a plain ``os.fork`` (so a daemonic pool worker may score too). In it, inherited objects
 are frozen out of the cyclic collector, locks other threads may have held at the fork are renewed,
 and SIGINT is ignored (the parent handles it). The caller's signal handlers and timers are never
-touched: the parent only waits on a pipe.
+touched: the parent only waits on a pipe. The system calls behind all this live in
+:mod:`apibank.judge.process`; this module is the protocol between parent and child.
 
 Where ``fork`` does not exist (Windows), steps run in the calling process, bounded only by the
-input caps (``MAX_PREDICTION_CHARS`` in :mod:`apibank.judge.judging`, reference validation).
+input caps (``MAX_PREDICTION_CHARS`` in :mod:`apibank.judge.categories`, reference validation).
 """
 
 from __future__ import annotations
@@ -36,21 +37,20 @@ import gc
 import multiprocessing
 import os
 import signal
-import threading
 import time
 import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Sequence
 
 from apibank.benchmark import JUDGE_MEMORY_MB
+from apibank.judge.categories import MEMORY_LIMIT, TIMEOUT
+from apibank.judge.process import Child, fork_available, limit_memory, reset_peak, status_kb, widen
 
-# The categories of an overrun step, reported as verdict categories: the call ran past its time limit
-# (the original evaluators have none: a hanging Calculator formula hangs them), or the judging process
-# hit its memory limit (or died).
-TIMEOUT = "TIMEOUT"
-MEMORY_LIMIT = "MEMORY_LIMIT"
+DEFAULT_MEMORY_MB = JUDGE_MEMORY_MB
 # A fork is ready in milliseconds; this only guards against a child that never starts.
 READY_WAIT_S = 120.0
+# The longest single wait asked of the system; longer deadlines are waited for in parts.
+LONGEST_WAIT_S = 86_400.0
 
 
 @dataclass(frozen=True)
@@ -78,59 +78,6 @@ class RunStats:
     peak_mb: dict[int, float] | None = None
 
 
-def fork_available() -> bool:
-    return hasattr(os, "fork")
-
-
-def check_timeout(timeout: Any) -> float | None:
-    """A per-step deadline in seconds: a positive number, or None/inf for none; else a clear error."""
-    if timeout is None:
-        return None
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        raise TypeError(f"timeout must be a number of seconds or None, not {type(timeout).__name__}")
-    value = float(timeout)
-    if value != value or value <= 0:
-        raise ValueError(f"timeout must be a positive number of seconds (or None for no limit), got {timeout!r}")
-    return None if value == float("inf") else value
-
-
-def _status_kb(field: str) -> int | None:
-    try:
-        with open("/proc/self/status", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        return None
-    return None
-
-
-def _limit_memory(memory_mb: float | None) -> None:
-    if memory_mb is None:
-        return
-    try:
-        import resource
-    except ImportError:  # not POSIX
-        return
-    current = _status_kb("VmSize")
-    if current is None:
-        return
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    limit = current * 1024 + int(memory_mb * 1024 * 1024)
-    if hard != resource.RLIM_INFINITY:
-        limit = min(limit, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
-
-
-def _reset_peak() -> int | None:
-    try:
-        with open("/proc/self/clear_refs", "w", encoding="ascii") as handle:
-            handle.write("5")
-    except OSError:
-        return None
-    return _status_kb("VmRSS")
-
-
 def _child(
     connection: Any,
     steps: Sequence[Step],
@@ -146,7 +93,7 @@ def _child(
     gc.freeze()
     # Ctrl-C reaches the whole process group: the parent handles it (and kills this child).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _limit_memory(memory_mb)
+    limit_memory(memory_mb)
     if after_fork is not None:
         after_fork()
     connection.send(("ready", None, None))
@@ -154,7 +101,7 @@ def _child(
         step = steps[index]
         if index > start and steps[index - 1].group != step.group:
             state = None
-        baseline = _reset_peak() if measure else None
+        baseline = reset_peak() if measure else None
         try:
             result, state = handler(step.payload, state)
         except MemoryError:
@@ -164,7 +111,7 @@ def _child(
             return False
         peak = None
         if baseline is not None:
-            high = _status_kb("VmHWM")
+            high = status_kb("VmHWM")
             peak = max(0, (high or baseline) - baseline) / 1024
         following = index + 1 < len(steps) and steps[index + 1].group == step.group
         try:
@@ -208,7 +155,7 @@ def run_steps(
         # A plain fork, not multiprocessing.Process: that refuses to start from a daemonic process
         # (a multiprocessing pool worker, a data-loader worker), and this child needs none of its setup.
         receiver, sender = multiprocessing.Pipe(duplex=False)
-        _widen(sender)
+        widen(sender)
         pid = os.fork()
         if pid == 0:  # the child: never returns into the caller's code
             code = 1
@@ -221,7 +168,7 @@ def run_steps(
             finally:
                 os._exit(code)
         sender.close()
-        child = _Child(pid)
+        child = Child(pid)
         if stats is not None:
             stats.forks += 1
         try:
@@ -246,50 +193,6 @@ def _portable(error: Exception) -> Exception:
         return error
     except Exception:
         return WorkerError(f"{type(error).__name__}: {error}")
-
-
-PIPE_BYTES = 1 << 20
-
-
-def _widen(connection: Any) -> None:
-    """A 1 MiB pipe: the worker then rarely waits for the parent to read (Linux; elsewhere a no-op).
-
-    Reports queue up instead of each waking the parent; a report read late only makes the next
-    sample's deadline later, never earlier."""
-    try:
-        import fcntl
-
-        fcntl.fcntl(connection.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), PIPE_BYTES)
-    except (ImportError, OSError):
-        pass
-
-
-class _Child:
-    """The parent's handle on a forked child: its exit code, and killing and reaping it."""
-
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.exitcode: int | None = None
-
-    def join(self, seconds: float) -> None:
-        deadline = time.monotonic() + seconds
-        while self.exitcode is None:
-            done, status = os.waitpid(self.pid, os.WNOHANG)
-            if done:
-                self.exitcode = os.waitstatus_to_exitcode(status)
-                return
-            if time.monotonic() >= deadline:
-                return
-            time.sleep(0.001)
-
-    def end(self) -> None:
-        if self.exitcode is None:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            _, status = os.waitpid(self.pid, 0)
-            self.exitcode = os.waitstatus_to_exitcode(status)
 
 
 def _child_main(sender: Any, steps: Sequence[Step], start: int, state: Any, handler: Handler,
@@ -327,7 +230,7 @@ def _collect(receiver: Any, process: Any, steps: Sequence[Step], position: int, 
     group_state = state
     while True:
         if position < len(steps):
-            if not receiver.poll(timeout):
+            if not _wait(receiver, timeout):
                 results[position] = Overrun(TIMEOUT, f"the sample exceeded its time limit of {timeout} s")
                 return position + 1, _state_after(steps, position, group_state)
         elif not receiver.poll(READY_WAIT_S):  # every step reported; only the cache is missing
@@ -357,6 +260,17 @@ def _collect(receiver: Any, process: Any, steps: Sequence[Step], position: int, 
         position = index + 1
 
 
+def _wait(receiver: Any, seconds: float | None) -> bool:
+    """``receiver.poll(seconds)`` for any deadline: the system refuses single waits of centuries."""
+    if seconds is None or seconds <= LONGEST_WAIT_S:
+        return receiver.poll(seconds)
+    deadline = time.monotonic() + seconds
+    while not receiver.poll(min(LONGEST_WAIT_S, max(0.0, deadline - time.monotonic()))):
+        if time.monotonic() >= deadline:
+            return False
+    return True
+
+
 def _state_after(steps: Sequence[Step], position: int, state: Any) -> Any:
     """The carried state for the step after an overrun one: kept within its group, else reset."""
     following = position + 1
@@ -374,33 +288,5 @@ def _run_here(steps: Sequence[Step], handler: Handler) -> list[Any]:
         result, state = handler(step.payload, state)
         results.append(result)
     return results
-
-
-def fresh_module_locks(*modules: Any) -> None:
-    """Replace the module-level locks of ``modules`` in a forked child (see :func:`fresh_locks`)."""
-    makers = {type(threading.Lock()): threading.Lock, type(threading.RLock()): threading.RLock}
-    for module in modules:
-        for name, value in list(vars(module).items()):
-            make = makers.get(type(value))
-            if make is not None:
-                setattr(module, name, make())
-
-
-def fresh_locks(*objects: Any) -> None:
-    """Give objects inherited across a fork new locks (another thread may have held the old ones)."""
-    seen: set[int] = set()
-    pending = list(objects)
-    while pending:
-        item = pending.pop()
-        if item is None or id(item) in seen:
-            continue
-        seen.add(id(item))
-        if hasattr(item, "_lock"):
-            try:
-                item._lock = threading.Lock()
-            except AttributeError:
-                pass
-        for name in ("_retriever", "backend", "inner_retriever"):
-            pending.append(getattr(item, name, None))
 
 

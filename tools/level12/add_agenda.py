@@ -24,6 +24,7 @@ class AddAgenda(Tool):
         "status": {"type": "str", "description": "success or failed"},
     }
     database = "Agenda"
+    writes = ("Agenda",)
 
     def run(self, token: Any, content: Any, time: Any, location: Any) -> str:
         validate(time, FULL)

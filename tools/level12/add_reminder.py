@@ -23,6 +23,7 @@ class AddReminder(Tool):
         "status": {"type": "str", "description": "success or failed"},
     }
     database = "Reminder"
+    writes = ("Reminder",)
 
     def run(self, token: Any, content: Any, time: Any) -> str:
         validate(time, FULL)

@@ -36,6 +36,7 @@ class AddScene(Tool):
         "status": {"type": "str", "description": "Whether succeed."},
     }
     database = "Scenes"
+    writes = ("Scenes",)
 
     def execute(self, arguments: dict[str, Any]) -> Record:
         if isinstance(arguments.get("devices"), list):

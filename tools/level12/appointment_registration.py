@@ -28,6 +28,8 @@ class AppointmentRegistration(Tool):
         "appointment_id": {"type": "str", "description": "The ID of appointment."},
     }
     database = "Appointments"
+    writes = ("Appointments",)
+    generates_random_values = True
 
     def run(self, patient_name: Any, date: Any, doctor_name: Any) -> str:
         patient = patient_name.strip()

@@ -29,6 +29,7 @@ class BookHotel(Tool):
         "order_id": {"type": "str", "description": "The ID of the order."},
     }
     database = "Hotel"
+    writes = ("Hotel",)
 
     def run(
         self,

@@ -19,6 +19,7 @@ class CancelRegistration(Tool):
         "status": {"type": "str", "description": "The status of cancellation."},
     }
     database = "Appointments"
+    writes = ("Appointments",)
 
     def run(self, appointment_id: Any) -> str:
         key = appointment_id.strip()

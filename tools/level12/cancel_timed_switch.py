@@ -26,6 +26,9 @@ class CancelTimedSwitch(Tool):
         "status": {"type": "str", "description": "Whether the time switch is successful."},
     }
     database = "TimeSwitch"
+    writes = ("TimeSwitch",)
+    # Annotated as ``device_id``; the tool now takes ``name``.
+    renamed_parameters = {"device_id": "name"}
 
     def run(self, name: Any, time: Any) -> str:
         device = name.strip().lower()

@@ -21,6 +21,7 @@ class DeleteAccount(Tool):
         "status": {"type": "str", "description": "success or failed"},
     }
     database = "Account"
+    writes = ("Account",)
     envelope_has_api_name = False
 
     def run(self, token: Any) -> dict[str, str]:

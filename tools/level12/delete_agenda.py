@@ -28,6 +28,7 @@ class DeleteAgenda(Tool):
         "status": {"type": "str", "description": "success or failed"},
     }
     database = "Agenda"
+    writes = ("Agenda",)
 
     def run(self, token: Any, content: Any, time: Any, location: Any) -> str:
         if time:

@@ -22,6 +22,7 @@ class DeleteAlarm(Tool):
         "status": {"type": "str", "description": "success or failed"},
     }
     database = "Alarm"
+    writes = ("Alarm",)
 
     def run(self, token: Any, time: Any) -> str:
         validate(time, FULL)

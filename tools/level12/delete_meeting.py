@@ -21,6 +21,7 @@ class DeleteMeeting(Tool):
         "status": {"type": "str", "description": "success or failed"},
     }
     database = "Meeting"
+    writes = ("Meeting",)
 
     def run(
         self, token: Any, meeting_topic: Any, start_time: Any, end_time: Any, location: Any, attendees: Any

@@ -19,6 +19,7 @@ class DeleteScene(Tool):
         "status": {"type": "str", "description": "Whether the deletion is successful."},
     }
     database = "Scenes"
+    writes = ("Scenes",)
 
     def run(self, name: Any) -> str:
         scene = name.strip().lower()

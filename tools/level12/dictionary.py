@@ -67,6 +67,10 @@ class Dictionary(Tool):
         "results": {"type": "list", "description": "The list of results. Format be like [{\"partOfSpeech\": \"xxx\", \"definitions\": [{\"definition\": \"xxx\", \"example\": \"xxx\", \"synonyms\": [\"xxx\", \"xxx\"]}, ...]"},
     }
 
+    @classmethod
+    def preload(cls, source: DataSource) -> None:
+        recorded_entries(source)
+
     def run(self, keyword: Any) -> Any:
         word = normalise_keyword(keyword)
         entries = recorded_entries(self.session.data.source)

@@ -42,6 +42,9 @@ class ForgotPassword(Tool):
         "status": {"type": "str", "description": "success or failed"},
     }
     database = "Account"
+    writes = ("Account",)
+    # The first step leaves a pending verification that the second step needs.
+    state_records = ("pending_code", "pending_username")
     # Marks the optional parameters (schemas, missing-argument rule); ``execute`` passes ``run`` only
     # what the caller gave, since "not passed" and "passed as None" differ upstream.
     defaults = {"username": None, "email": None, "verification_code": None, "new_password": None}

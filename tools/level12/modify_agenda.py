@@ -29,6 +29,7 @@ class ModifyAgenda(Tool):
         "status": {"type": "str", "description": "success or failed"},
     }
     database = "Agenda"
+    writes = ("Agenda",)
 
     def run(self, token: Any, content: Any, time: Any, location: Any) -> Any:
         if time:

@@ -23,6 +23,7 @@ class ModifyAlarm(Tool):
         "status": {"type": "str", "description": "success or failed"},
     }
     database = "Alarm"
+    writes = ("Alarm",)
 
     def run(self, token: Any, from_time: Any, to_time: Any) -> str:
         validate(from_time, FULL)

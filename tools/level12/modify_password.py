@@ -15,6 +15,7 @@ class ModifyPassword(Tool):
     }
     output_parameters = {"status": {"type": "str", "description": "success or failed"}}
     database = "Account"
+    writes = ("Account",)
 
     def run(self, token: Any, old_password: Any, new_password: Any) -> dict[str, str]:
         username = self.session.resolve_token(token)

@@ -16,6 +16,7 @@ class ModifyRegistration(Tool):
     }
     output_parameters = {"status": {"type": "str", "description": "The status of modification."}}
     database = "Appointments"
+    writes = ("Appointments",)
     defaults = {"new_appointment_date": None, "new_appointment_doctor": None}
 
     def run(self, appointment_id: Any, new_appointment_date: Any, new_appointment_doctor: Any) -> str:

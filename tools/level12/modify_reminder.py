@@ -16,6 +16,7 @@ class ModifyReminder(Tool):
     }
     output_parameters = {"status": {"type": "str", "description": "success or failed"}}
     database = "Reminder"
+    writes = ("Reminder",)
 
     def run(self, token: Any, content: Any, time: Any) -> str:
         validate(time, FULL)

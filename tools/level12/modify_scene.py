@@ -22,6 +22,7 @@ class ModifyScene(Tool):
     }
     output_parameters = {"status": {"type": "str", "description": "Whether the modification is successful."}}
     database = "Scenes"
+    writes = ("Scenes",)
 
     def run(self, name: Any, devices: Any) -> str:
         scene = name.strip().lower()

@@ -14,6 +14,7 @@ class OpenBankAccount(Tool):
         "name": {"type": "str", "description": "account holder name."},
     }
     output_parameters = {"status": {"type": "str", "description": "success or failed"}}
+    state_records = ("accounts",)
 
     def __init__(self, session: Any) -> None:
         super().__init__(session)

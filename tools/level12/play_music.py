@@ -12,6 +12,7 @@ class PlayMusic(Tool):
     output_parameters = {
         "status": {"type": "str", "description": "The corresponding url scheme to trigger the music player."}
     }
+    external_effect = True
 
     def run(self, music_name: Any) -> str:
         music_name = music_name.lower().strip()

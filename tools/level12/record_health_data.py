@@ -19,6 +19,7 @@ class RecordHealthData(Tool):
     }
     output_parameters = {"status": {"type": "str", "description": "The status of recording."}}
     database = "HealthData"
+    writes = ("HealthData",)
     defaults = {"health_data": None}
 
     def run(self, user_id: Any, time: Any, health_data: Any) -> str:

@@ -19,6 +19,8 @@ class RegisterUser(Tool):
     }
     output_parameters = {"token": {"type": "str", "description": "The token of the user."}}
     database = "Account"
+    writes = ("Account",)
+    generates_random_values = True
     envelope_has_api_name = False
 
     def run(self, username: Any, password: Any, email: Any) -> dict[str, str]:

@@ -18,6 +18,7 @@ class SendEmail(Tool):
         "content": {"type": "str", "description": "The content of the email."},
     }
     output_parameters = {"status": {"type": "str", "description": "The status of the email."}}
+    external_effect = True
 
     def run(self, receiver: Any, subject: Any, content: Any) -> str:
         receiver, subject, content = receiver.strip(), subject.strip(), content.strip()

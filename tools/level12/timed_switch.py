@@ -16,6 +16,9 @@ class TimedSwitch(Tool):
     }
     output_parameters = {"status": {"type": "str", "description": "Whether the time switch is successful."}}
     database = "TimeSwitch"
+    writes = ("TimeSwitch",)
+    # Annotated as ``device_id``; the tool now takes ``name``.
+    renamed_parameters = {"device_id": "name"}
 
     def run(self, name: Any, time: Any, on: Any) -> str:
         device = name.strip().lower()

@@ -104,6 +104,10 @@ class Translate(Tool):
     output_parameters = {"translated_text": {"type": "str", "description": "The translated text."}}
     defaults = {"src_lang": None, "tgt_lang": None}
 
+    @classmethod
+    def preload(cls, source: DataSource) -> None:
+        recorded_translations(source)
+
     def execute(self, arguments: dict[str, Any]) -> Record:
         # The envelope lists only the optional parameters actually supplied, in the order supplied.
         self._supplied = [key for key in arguments if key != "src"]

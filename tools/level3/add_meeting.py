@@ -35,6 +35,7 @@ class AddMeeting(Level3Tool):
         },
     }
     output_parameters = {"status": {"type": "str", "description": "success or failed"}}
+    state_records = ("meetings",)
 
     def __init__(self, session: "Session") -> None:
         super().__init__(session)

@@ -17,6 +17,7 @@ class EmailReminder(Level3Tool):
         "recipient": {"type": "str", "description": "The email address of the recipient."},
     }
     output_parameters = {"status": {"type": "str", "description": "success or failed"}}
+    external_effect = True
 
     def run(self, content: Any, time: Any, location: Any, recipient: Any) -> str:
         validate(time, FULL)

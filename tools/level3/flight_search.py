@@ -28,6 +28,8 @@ class FlightSearch(Level3Tool):
         "travel_dates": {"type": "str", "description": "Travel dates. Format: %Y-%m-%d"},
     }
     output_parameters = {"flights": {"type": "list", "description": "List of available flight options."}}
+    # A search turns the matched flights' dates into text in place (see ``run``): not state.
+    incidental_records = ("flights",)
 
     def __init__(self, session: "Session") -> None:
         super().__init__(session)

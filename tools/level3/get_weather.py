@@ -12,8 +12,8 @@ WEATHER = {
     (35.6762, 139.6503): {"temperature": 25, "humidity": 0.6, "description": "Rainy"},
 }
 
-# Upstream subscripts the failed lookup outside its own error handler, so the text never reaches an
-# envelope: the original evaluation run aborts instead.
+# Upstream subscripts the failed lookup outside its own error handler, so this TypeError never
+# reaches an envelope: the original level-3 evaluator catches it and counts an execution error.
 UNKNOWN_COORDINATES = "'NoneType' object is not subscriptable"
 
 
@@ -36,9 +36,9 @@ class GetWeatherForCoordinates(Level3Tool):
             try:
                 known = WEATHER.get((arguments["latitude"], arguments["longitude"])) is not None
             except TypeError as error:  # unhashable values: equally uncaught upstream
-                raise CallRejected("invalid_value", str(error), "latitude") from error
+                raise CallRejected("invalid_value", str(error), "latitude", raised=TypeError) from error
             if not known:
-                raise CallRejected("invalid_value", UNKNOWN_COORDINATES, "latitude")
+                raise CallRejected("invalid_value", UNKNOWN_COORDINATES, "latitude", raised=TypeError)
         return super().execute(arguments)
 
     def run(self, latitude: Any, longitude: Any) -> dict[str, Any]:

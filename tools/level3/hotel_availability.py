@@ -23,6 +23,8 @@ class HotelAvailability(Level3Tool):
         "check_out_date": {"type": "str", "description": "Check-out date. Format: %Y-%m-%d"},
     }
     output_parameters = {"hotels": {"type": "list", "description": "List of available hotels."}}
+    # A search turns the matched hotels' dates into text in place (see ``run``): not state.
+    incidental_records = ("hotels",)
 
     def __init__(self, session: "Session") -> None:
         super().__init__(session)

@@ -19,6 +19,7 @@ class PersonalInfoUpdate(Level3Tool):
         "address": {"type": "str", "description": "Updated address information."},
     }
     output_parameters = {"status": {"type": "str", "description": "Success or failure"}}
+    state_records = ("accounts",)
 
     def __init__(self, session: "Session") -> None:
         super().__init__(session)
