@@ -23,7 +23,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from apibank_tools.errors import EnvironmentUnavailable
 
-    from apibank.pipeline import results_table, score_file
+    from apibank.pipeline.classic import score_file
+    from apibank.pipeline.results import results_table
 
     try:
         results = score_file(

@@ -53,3 +53,18 @@ def solvers_spec() -> list[dict[str, Any]]:
 def scorers_spec() -> list[dict[str, Any]]:
     """One scorer, both judging protocols (paper and corrected) reported side by side."""
     return [{"name": qualified(SCORER_NAME), "args": {"protocols": ["paper", "corrected"]}}]
+
+
+# The agentic tasks (:mod:`apibank.evals.agentic`): the episode solver runs the tool loop of a whole
+# dialogue in one tool-discovery setting; the scorer judges what the episode achieved.
+AGENTIC_SOLVER_NAME = "episode_solver"
+AGENTIC_SCORER_NAME = "achieved"
+
+
+def agentic_solvers_spec(setting: str) -> list[dict[str, Any]]:
+    return [{"name": qualified(AGENTIC_SOLVER_NAME), "args": {"setting": setting}}]
+
+
+def agentic_scorers_spec() -> list[dict[str, Any]]:
+    """Success (final state and information obtained) per episode; pass^k over epochs."""
+    return [{"name": qualified(AGENTIC_SCORER_NAME)}]
