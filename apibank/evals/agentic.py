@@ -17,7 +17,6 @@ shared with ``apibank agent``.
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any
 
 from inspect_ai import Epochs, Task, task
@@ -38,10 +37,8 @@ from apibank.agent.runner import (
     default_gold_cache,
 )
 from apibank.evals import _offline
-from apibank.evals.spec import AGENTIC_SCORER_NAME, AGENTIC_SOLVER_NAME, registration_name
 
 VERDICT_KEY = "apibank_agentic_verdict"
-_THIS = sys.modules[__name__]
 
 
 _offline.install()  # mockllm's usage estimate must not need tiktoken's download
@@ -72,7 +69,7 @@ class OfferedTools:
         return [self._built[name] for name in self.env.offered]
 
 
-@solver(name=registration_name(_THIS, AGENTIC_SOLVER_NAME))
+@solver
 def episode_solver(episodes: dict[str, Episode], gold: GoldCache, setting: str, max_steps: int = DEFAULT_MAX_STEPS):
     """Run one episode with inspect-ai's ``react`` loop, then judge the environment it left."""
 
@@ -116,7 +113,7 @@ def episode_solver(episodes: dict[str, Episode], gold: GoldCache, setting: str, 
     return solve
 
 
-@scorer(metrics={key: [mean()] for key in SCORE_KEYS}, name=registration_name(_THIS, AGENTIC_SCORER_NAME))
+@scorer(metrics={key: [mean()] for key in SCORE_KEYS})
 def achieved():
     """Success (state and information), each component, and ROUGE-L beside them (never inside success)."""
 
