@@ -108,7 +108,7 @@ def write_agentic_leaderboard_files(
     output_dir = Path(output_dir)
     paths = {"eval_yaml": write_eval_yaml(output_dir / DATASET_DIR)}
     model_dir = output_dir / MODEL_DIR
-    remove_result_files(model_dir, f"{AGENTIC_PREFIX}*.yaml")
+    remove_result_files(model_dir, f"{AGENTIC_PREFIX}*.yaml", card=False)  # agentic runs write no card
     if dataset_id is None or agentic_subset_reason(results):
         return paths
     check_repo_id(dataset_id, "the benchmark dataset id")

@@ -63,9 +63,10 @@ def publishing_note(subset: str | None, dataset_id: str | None) -> str | None:
     return None
 
 
-def remove_result_files(model_dir: Path, pattern: str = f"{VARIANT_PREFIX}*.yaml") -> None:
-    """Remove result files an earlier run left in ``model_dir`` (and its model card)."""
-    for stale in list((model_dir / EVAL_RESULTS_DIR).glob(pattern)) + [model_dir / "README.md"]:
+def remove_result_files(model_dir: Path, pattern: str = f"{VARIANT_PREFIX}*.yaml", *, card: bool = True) -> None:
+    """Remove the result files matching ``pattern`` that an earlier run left in ``model_dir`` (and,
+    with ``card``, its model card)."""
+    for stale in list((model_dir / EVAL_RESULTS_DIR).glob(pattern)) + ([model_dir / "README.md"] if card else []):
         stale.unlink(missing_ok=True)
 
 
