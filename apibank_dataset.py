@@ -24,57 +24,6 @@ or export a script-free repository with ``apibank export-dataset --data-dir DIR 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Iterator
+from apibank.data.builder import ApiBank, ApiBankConfig
 
-import datasets
-
-from apibank.data.features import CONFIGS, FEATURES, arrow_row, mapping_of, resolve_files
-from apibank.benchmark import CITATION, HOMEPAGE
-from apibank.data.dialogues import mapping_source
-from apibank.data.rows import iter_rows
-
-_LICENSE = "apache-2.0"
-
-
-@dataclass
-class ApiBankConfig(datasets.BuilderConfig):
-    """One row of the config table, plus ``levels`` (training config only; None = 1, 2 and 3)."""
-
-    split: str = "test"
-    row_schema: str = "test-rows"
-    levels: tuple[int, ...] | None = None
-
-
-class ApiBank(datasets.GeneratorBasedBuilder):
-    """API-Bank test levels 1-3 and training set, from the raw upstream files."""
-
-    VERSION = datasets.Version("1.0.0")
-    BUILDER_CONFIG_CLASS = ApiBankConfig
-    BUILDER_CONFIGS = [
-        ApiBankConfig(name=spec.name, split=spec.split, row_schema=spec.row_schema, description=spec.description)
-        for spec in CONFIGS
-    ]
-    DEFAULT_CONFIG_NAME = "level-1"
-
-    def _info(self) -> datasets.DatasetInfo:
-        return datasets.DatasetInfo(
-            description=self.config.description,
-            features=FEATURES[self.config.row_schema],
-            homepage=HOMEPAGE,
-            license=_LICENSE,
-            citation=CITATION,
-        )
-
-    def _split_generators(self, dl_manager: datasets.DownloadManager) -> list[datasets.SplitGenerator]:
-        files = resolve_files(
-            self.config.name,
-            data_dir=self.config.data_dir,
-            download=dl_manager.download,
-            levels=self.config.levels,
-        )
-        return [datasets.SplitGenerator(name=self.config.split, gen_kwargs={"files": mapping_of(files)})]
-
-    def _generate_examples(self, files: dict[str, str]) -> Iterator[tuple[str, dict]]:
-        for row in iter_rows(self.config.name, levels=self.config.levels, source=mapping_source(files)):
-            yield row["id"], arrow_row(row)
+__all__ = ["ApiBank", "ApiBankConfig"]

@@ -10,7 +10,8 @@ The public API is small and stable across internal moves:
 Subpackages: ``data`` (upstream files and rows), ``judge`` (parsing, judging, scoring, ROUGE-L,
 replay), ``generate`` (prompt formats, backends, predictions), ``report`` (score tables, Markdown
 report), ``hub`` (dataset repository, leaderboard files, pushes), ``cli`` (the console script);
-``pipeline`` ties generation and scoring together for ``apibank evaluate``.
+``pipeline`` ties generation, scoring and output files together for ``apibank evaluate``, ``score``
+and ``agent``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,11 @@
   keys, sets, bytes, complex numbers, non-finite floats, nesting) into plain JSON values, so that
   ``json.dumps(..., allow_nan=False)`` always succeeds and readers that follow RFC 8259 accept it.
 * :func:`json_line` is one JSON line that is valid UTF-8 even when the text holds lone surrogates
-  (those are written as ``\\udXXX`` escapes, which read back to the same Python string).
+  (those are written as ``\\udXXX`` escapes, which read back to the same Python string);
+  :class:`JsonLinesAppender` appends such lines to a log written as a run goes (predictions,
+  trajectories), flushed to disk after every batch so an interruption loses at most a batch.
+
+It also names the files of an output folder, which every room reads and writes by these names.
 """
 
 from __future__ import annotations
@@ -18,7 +22,15 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any, Iterable, Iterator
+
+# The files of an output folder (``apibank evaluate``, ``apibank score``, ``apibank agent``).
+PREDICTIONS_FILE = "predictions.jsonl"
+DETAILS_FILE = "details.jsonl"
+RESULTS_FILE = "results.json"
+REPORT_FILE = "report.md"
+TRAJECTORIES_FILE = "trajectories.jsonl"
+LEADERBOARD_DIR = "leaderboard"
 
 # Deeper structures are written as a placeholder; no judged value comes close (parsers cap at 50).
 MAX_JSON_DEPTH = 100
@@ -74,6 +86,49 @@ def _publish(temporary: str, path: Path) -> None:
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     with atomic_writer(path) as handle:
         handle.write(text)
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    with atomic_path(path) as temporary:
+        temporary.write_bytes(data)
+
+
+def atomic_copy(source: str | os.PathLike[str], path: str | os.PathLike[str]) -> None:
+    """Copy ``source`` to ``path`` atomically (``path`` holds the old file or the whole copy)."""
+    import shutil
+
+    with atomic_path(path) as temporary:
+        shutil.copyfile(source, temporary)
+
+
+def write_json(path: str | os.PathLike[str], value: Any) -> None:
+    """``value`` as strict, indented UTF-8 JSON (values from model output made JSON values), atomically."""
+    atomic_write_text(path, dumps_strict(json_safe(value), indent=2, ensure_ascii=False) + "\n")
+
+
+class JsonLinesAppender:
+    """Appends one :func:`json_line` per record and flushes to disk after each :meth:`write`."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._handle = self.path.open("a", encoding="utf-8")
+
+    def write(self, records: Iterable[Any]) -> None:
+        for record in records:
+            # one line per record whatever the text holds (a lone surrogate would fail to encode)
+            self._handle.write(json_line(record) + "\n")
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def __enter__(self) -> "JsonLinesAppender":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _scalar(value: Any) -> Any:

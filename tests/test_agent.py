@@ -42,7 +42,7 @@ def test_cli_oracle_succeeds_everywhere_and_no_call_only_where_nothing_is_needed
     figures = {}
     for model in ("oracle", "none"):
         assert main(["agent", "--model", model, "--levels", *LEVELS, "--setting", setting, "--data-dir", str(data_dir),
-                     "--output", str(tmp_path / model), "--json"]) == 0
+                     "--output", str(tmp_path / model), "--json", "--dataset-id", "someone/API-Bank"]) == 0
         figures[model] = json.loads(capsys.readouterr().out)
     for level in LEVELS:
         oracle, none = figures["oracle"][level], figures["none"][level]
@@ -55,7 +55,7 @@ def test_cli_oracle_succeeds_everywhere_and_no_call_only_where_nothing_is_needed
     lines = (tmp_path / "oracle" / "trajectories.jsonl").read_text().splitlines()
     assert len(lines) == 313
     assert (tmp_path / "oracle" / "report.md").exists()
-    assert (tmp_path / "oracle" / "leaderboard" / "model" / ".eval_results" / "api-bank-agentic.yaml").exists()
+    assert (tmp_path / "oracle" / "leaderboard" / "model" / ".eval_results" / f"api-bank-agentic-{setting}.yaml").exists()
 
 
 @pytest.mark.parametrize("level", LEVELS)

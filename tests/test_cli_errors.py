@@ -43,7 +43,7 @@ def no_model_load(monkeypatch):
         raise AssertionError("a model was loaded before the arguments were checked")
 
     monkeypatch.setattr(backends, "make_backend", refuse)
-    monkeypatch.setattr("apibank.pipeline.make_backend", refuse)
+    monkeypatch.setattr("apibank.pipeline.classic.make_backend", refuse)
 
 
 MISTAKES = {
@@ -111,7 +111,7 @@ def test_ctrl_c_says_how_to_resume(monkeypatch, tmp_path, capsys, data_dir):
         (Path(output_dir) / "predictions.jsonl").write_text('{"id": "a"}\n{"id": "b"}\n')
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("apibank.pipeline.evaluate", interrupted)
+    monkeypatch.setattr("apibank.pipeline.classic.evaluate", interrupted)
     output = tmp_path / "out"
     status = main(["evaluate", "--model", "oracle", "--data-dir", str(data_dir), "--output", str(output)])
     err = capsys.readouterr().err

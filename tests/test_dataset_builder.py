@@ -246,7 +246,7 @@ def test_exported_repository_loads_like_the_builder(exported, data_dir, local_ca
 
 
 def test_export_registers_the_benchmark_with_structured_rows(exported, data_dir, tmp_path):
-    from apibank.hub.leaderboard import eval_yaml
+    from apibank.hub.tasks import eval_yaml
 
     out, _ = exported
     assert yaml.safe_load((out / "eval.yaml").read_text("utf-8")) == eval_yaml()

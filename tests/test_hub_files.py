@@ -19,18 +19,12 @@ from huggingface_hub.repocard_data import model_index_to_eval_results
 from hub_standin import HubStandIn, point_huggingface_hub_at
 
 import apibank_cli
-from apibank.hub import leaderboard
+from apibank.hub import leaderboard, tasks
 from apibank.hub.details import default_details_repo, details_rows, write_details_dataset
 from apibank.hub.ids import HubIdError, check_repo_id
-from apibank.hub.leaderboard import (
-    FULL_COUNTS,
-    TASKS,
-    SubsetRun,
-    eval_result_entries,
-    eval_yaml,
-    variant_file,
-    write_leaderboard_files,
-)
+from apibank.hub.leaderboard import eval_result_entries, variant_file, write_leaderboard_files
+from apibank.hub.result_files import SubsetRun
+from apibank.hub.tasks import AGENTIC_TASKS, FULL_COUNTS, TASKS, eval_yaml
 
 DATASET = "someone/API-Bank"
 # Frameworks of huggingface.js packages/tasks/src/eval.ts that the Hub validates at push time.
@@ -81,17 +75,21 @@ def test_eval_yaml_follows_the_inspect_ai_specification():
     assert set(spec) == {"name", "description", "evaluation_framework", "tasks"}
     assert spec["evaluation_framework"] == "inspect-ai" and spec["evaluation_framework"] in HUB_FRAMEWORKS
     ids = [task["id"] for task in spec["tasks"]]
-    assert ids == list(TASKS) and len(set(ids)) == len(ids)
+    # every task a result file can name: the classic ones, then the agentic ones
+    assert ids == list(TASKS) + list(AGENTIC_TASKS) and len(set(ids)) == len(ids)
     for task in spec["tasks"]:
         assert task["config"] in FULL_COUNTS and task["split"] == "test"
         assert {"input", "target"} <= set(task["field_spec"])  # required with inspect-ai
         assert task["solvers"] and all(s["name"] for s in task["solvers"])
         assert task["scorers"] and all(s["name"] for s in task["scorers"])
-        assert task["solvers"][-1]["name"] == "generate"
+        if task["id"] in TASKS:
+            assert task["solvers"][-1]["name"] == "generate"
+        else:  # the episode solver runs the whole tool loop in the task's setting
+            assert task["solvers"] == [{"name": "apibank/episode_solver", "args": {"setting": AGENTIC_TASKS[task["id"]].setting}}]
 
 
 def test_eval_yaml_is_plain_yaml(tmp_path):
-    text = leaderboard.write_eval_yaml(tmp_path).read_text()
+    text = tasks.write_eval_yaml(tmp_path).read_text()
     assert "&id" not in text and "*id" not in text  # no anchors/aliases for the Hub's validator
     assert yaml.safe_load(text) == eval_yaml()
 
@@ -341,7 +339,7 @@ def test_details_rows_join_predictions_and_verdicts(data_dir, tmp_path):
 def test_a_second_format_replaces_only_its_own_model_index_entries(tmp_path, hub):
     from huggingface_hub import HfApi
 
-    from apibank.hub.leaderboard import push_to_hub
+    from apibank.hub.push import push_to_hub
 
     repo = hub.add_repo("model", "org/model", {"README.md": b"---\nlicense: mit\n---\n\n# Model\n"})
     api = HfApi(endpoint=hub.endpoint, token="hf_standin_token")

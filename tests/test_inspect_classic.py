@@ -11,9 +11,9 @@ from inspect_ai.model import ModelOutput, get_model
 
 from apibank.data.rows import iter_rows
 from apibank.evals.classic import api_bank, headline_metrics, prediction_text, sample_from_row
-from apibank.evals.spec import FIELD_SPEC, scorers_spec, solvers_spec
+from apibank.evals.spec import FIELD_SPEC, agentic_scorers_spec, agentic_solvers_spec, scorers_spec, solvers_spec
 from apibank.generate.conversation import paper_text
-from apibank.hub.leaderboard import eval_yaml
+from apibank.hub.tasks import AGENTIC_TASKS, eval_yaml
 
 
 def _metrics(log):
@@ -31,8 +31,10 @@ def test_eval_yaml_names_what_the_package_registers():
     assert entry.value == "apibank.evals._registry"
     FieldSpec(**FIELD_SPEC)  # a valid inspect-ai field spec
     for task in eval_yaml()["tasks"]:
-        assert task["field_spec"] == FIELD_SPEC and task["solvers"] == solvers_spec()
-        assert task["scorers"] == scorers_spec()
+        agentic = AGENTIC_TASKS.get(task["id"])  # agentic tasks name the episode solver and its scorer
+        assert task["field_spec"] == FIELD_SPEC
+        assert task["solvers"] == (agentic_solvers_spec(agentic.setting) if agentic else solvers_spec())
+        assert task["scorers"] == (agentic_scorers_spec() if agentic else scorers_spec())
         for solver in task["solvers"]:
             assert registry_lookup("solver", solver["name"]) is not None, solver["name"]
         for scorer in task["scorers"]:

@@ -15,6 +15,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = {"apibank_tools": REPO / "tools", "apibank": REPO / "apibank"}
+# The top-level modules users import (thin faces over the package); nothing in a package imports them.
+FACES = ("apibank_dataset", "apibank_metric", "apibank_generate", "apibank_cli")
 
 
 def _module_name(package: str, root: Path, path: Path) -> str:
@@ -29,7 +31,13 @@ def _modules() -> dict[str, Path]:
     for package, root in PACKAGES.items():
         for path in root.rglob("*.py"):
             found[_module_name(package, root, path)] = path
+    for face in FACES:
+        found[face] = REPO / f"{face}.py"
     return found
+
+
+def _in_room(name: str, room: str) -> bool:
+    return name == room or name.startswith(room + ".")
 
 
 def _imports(name: str, path: Path, known: set[str]) -> set[str]:
@@ -85,6 +93,20 @@ def test_data_never_imports_judge_and_judge_never_imports_agent(graph):
         if target == other or target.startswith(other + ".")
     )
     assert not upward
+
+
+def test_the_hub_never_imports_the_pipeline(graph):
+    # the pipeline publishes through the hub; the hub knows output folders only by apibank.files' names
+    upward = {(name, target) for name, targets in graph.items() if _in_room(name, "apibank.hub")
+              for target in targets if _in_room(target, "apibank.pipeline")}
+    assert not upward
+
+
+def test_no_package_module_imports_the_faces(graph):
+    assert all((REPO / f"{face}.py").is_file() for face in FACES)
+    inward = {(name, target) for name, targets in graph.items() if name not in FACES
+              for target in targets if target in FACES}
+    assert not inward
 
 
 def test_no_import_cycle_in_either_package(graph):

@@ -12,7 +12,7 @@ import evaluate
 import pytest
 
 import apibank_cli
-from apibank.cli.export_metric import push_metric
+from apibank.hub.metric_space import push_metric
 from apibank.data.rows import iter_rows
 from apibank.judge.scoring import ReferenceError, score
 

@@ -1,16 +1,9 @@
-"""What an agentic run writes: results.json, trajectories.jsonl (written as it runs), report.md and
-leaderboard variant files (``.eval_results/api-bank-agentic.yaml``, one entry per level)."""
+"""What an agentic run reports: the per-level summary table and ``report.md``'s text (the files
+themselves are written by :mod:`apibank.pipeline.agentic`)."""
 
 from __future__ import annotations
 
-import datetime as _dt
-from pathlib import Path
 from typing import Any, Mapping
-
-from apibank.files import atomic_write_text, dumps_strict
-
-AGENTIC_EVAL_RESULTS_FILE = ".eval_results/api-bank-agentic.yaml"
-DEFAULT_DATASET_ID = "apibank/API-Bank"
 
 
 def _pct(value: float | None) -> str:
@@ -64,44 +57,3 @@ def report_markdown(results: Mapping[str, Any]) -> str:
                 f"({', '.join(s['file'] for s in summary['skipped_files']) or 'none'})."
             )
     return "\n".join(parts) + "\n"
-
-
-def leaderboard_entries(results: Mapping[str, Any], dataset_id: str = DEFAULT_DATASET_ID) -> list[Any]:
-    from huggingface_hub import EvalResultEntry
-
-    date = results.get("date") or _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    entries = []
-    for level, summary in results["levels"].items():
-        if summary["success_rate"] is None:
-            continue
-        entries.append(
-            EvalResultEntry(
-                dataset_id=dataset_id,
-                task_id=f"agentic-{level}-{results['setting']}",
-                value=round(100 * summary["pass_k"], 2) if summary["pass_k"] is not None else round(100 * summary["success_rate"], 2),
-                date=date,
-                notes=f"agentic episodes; pass^k with k={summary['trials']}; setting={results['setting']}; "
-                      f"episodes={summary['episodes']}; backend={results['model'].get('backend')}",
-            )
-        )
-    return entries
-
-
-def write_outputs(results: Mapping[str, Any], output: Path) -> dict[str, Path]:
-    import yaml
-    from huggingface_hub import eval_result_entries_to_yaml
-
-    output.mkdir(parents=True, exist_ok=True)
-    paths = {
-        "results": output / "results.json",
-        "report": output / "report.md",
-        "eval_results": output / "leaderboard" / "model" / AGENTIC_EVAL_RESULTS_FILE,
-    }
-    atomic_write_text(paths["results"], dumps_strict(results, indent=2, ensure_ascii=False) + "\n")
-    atomic_write_text(paths["report"], report_markdown(results))
-    paths["eval_results"].parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(
-        paths["eval_results"],
-        yaml.safe_dump(eval_result_entries_to_yaml(leaderboard_entries(results)), sort_keys=False, allow_unicode=True),
-    )
-    return paths

@@ -26,6 +26,7 @@ from apibank.agent.judge import GoldReference, judge_episode, replay_gold
 from apibank.agent.prompts import system_prompt
 from apibank.agent.trials import mean_over_episodes, pass_at_k, pass_hat_k
 from apibank.data.upstream import upstream_source
+from apibank.files import JsonLinesAppender
 
 DEFAULT_MAX_STEPS = 40
 DEFAULT_TIME_LIMIT = 300.0
@@ -214,7 +215,7 @@ def run_level(
     selected = episodes.episodes[:limit] if limit else episodes.episodes
     records = []
     agent = agent_factory()
-    handle = trajectories.open("a", encoding="utf-8") if trajectories is not None else None
+    log = JsonLinesAppender(trajectories) if trajectories is not None else None
     try:
         for trial in range(trials):
             for episode in selected:
@@ -224,14 +225,13 @@ def run_level(
                     continue
                 record = run_episode(agent, episode, setting, gold, trial=trial, limits=limits)
                 records.append(record)
-                if handle is not None:
-                    handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
-                    handle.flush()
+                if log is not None:
+                    log.write([record])
                 if progress is not None:
                     progress(f"{episode.id} trial {trial}: {'success' if record['verdict']['success'] else 'fail'}")
     finally:
-        if handle is not None:
-            handle.close()
+        if log is not None:
+            log.close()
     return records
 
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from apibank.benchmark import DEFAULT_SETTING, LEVELS, SETTINGS
+from apibank.cli.evaluate import hub_id
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -36,15 +37,31 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-new-tokens", type=int, default=256)
     parser.add_argument("--fresh", action="store_true", help="ignore trajectories already in --output (default: resume)")
     parser.add_argument("--json", action="store_true", help="print one JSON object: per level the headline figures")
+    parser.add_argument("--dataset-id", type=hub_id("--dataset-id"), default=None, metavar="NAMESPACE/NAME",
+                        help="the benchmark's Hub dataset (the repository holding eval.yaml) the result file "
+                        "points at; without it no result file is written; required to push")
+    parser.add_argument("--push-to-hub", nargs="?", const=True, default=None, metavar="MODEL_REPO",
+                        help="open a pull request with the results on the model repository (default: --model); "
+                        "needs --dataset-id and --output, never with --limit")
 
 
 def run(args: argparse.Namespace) -> int:
     from apibank.data.episodes import load_episodes
-    from apibank.agent.files import summary_table, write_outputs
+    from apibank.agent.files import summary_table
     from apibank.agent.runner import DEFAULT_MAX_STEPS, DEFAULT_TIME_LIMIT, Limits, default_gold_cache, read_trajectories, run_level, summarise
+    from apibank.cli.checks import UsageError
+    from apibank.cli.evaluate import push_target
+    from apibank.hub.agentic import agentic_leaderboard_note
+    from apibank.pipeline.agentic import write_agentic_outputs
 
     if args.trials < 1:
         raise SystemExit("apibank agent: --trials must be at least 1")
+    repo = push_target(args)
+    if repo and args.output is None:
+        raise UsageError("--push-to-hub needs --output, the folder whose result file is pushed")
+    if args.limit is not None:
+        print(f"apibank agent: warning: --limit {args.limit} runs a subset of the benchmark: no result file is "
+              "written or pushed under the official task ids", file=sys.stderr)
     agent_factory, model_info = _agent(args)
     limits = Limits(max_steps=args.max_steps or DEFAULT_MAX_STEPS, time_limit=args.time_limit or DEFAULT_TIME_LIMIT)
     output = Path(args.output) if args.output else None
@@ -81,12 +98,23 @@ def run(args: argparse.Namespace) -> int:
         "levels": summaries,
     }
     if output is not None:
-        write_outputs(results, output)
+        write_agentic_outputs(results, output, dataset_id=args.dataset_id)
+        note = agentic_leaderboard_note(results, args.dataset_id)
+        if note:
+            print(f"note: {note}", file=sys.stderr)
     if args.json:
         print(json.dumps(summaries, default=str))
     else:
         print(f"API-Bank agentic: model={model_info['id']} setting={args.setting} trials={args.trials}")
         print(summary_table(summaries))
+    if repo:
+        from apibank.hub.agentic import publish_agentic
+
+        published = publish_agentic(output, repo, dataset_id=args.dataset_id)
+        print(f"benchmark dataset revision: {published['dataset_revision'] or 'unknown (not on the Hub)'}",
+              file=sys.stderr)
+        for where, url in published["pull_requests"].items():
+            print(f"pull request ({where}): {url}", file=sys.stderr)
     return 0
 
 

@@ -61,7 +61,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                      "tool messages that answer no tool call)")
     out = parser.add_argument_group("scoring and leaderboard")
     out.add_argument("--protocols", nargs="+", choices=PROTOCOLS, default=list(PROTOCOLS))
-    out.add_argument("--dataset-id", type=_hub_id("--dataset-id"), default=None, metavar="NAMESPACE/NAME",
+    out.add_argument("--dataset-id", type=hub_id("--dataset-id"), default=None, metavar="NAMESPACE/NAME",
                      help="the benchmark's Hub dataset (the repository holding eval.yaml) the leaderboard files "
                      "point at; without it no model leaderboard files are written; required to push")
     out.add_argument("--dataset-revision", default=None, metavar="COMMIT",
@@ -71,16 +71,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     out.add_argument("--push-to-hub", nargs="?", const=True, default=None, metavar="MODEL_REPO",
                      help="upload the per-sample details as a dataset, then open a pull request with the results "
                      "(linking them) on the model repository (default: --model); needs --dataset-id")
-    out.add_argument("--details-repo", type=_hub_id("--details-repo"), default=None, metavar="NAMESPACE/NAME",
+    out.add_argument("--details-repo", type=hub_id("--details-repo"), default=None, metavar="NAMESPACE/NAME",
                      help="with --push-to-hub: dataset repository for the per-sample details "
                      "(default: MODEL_REPO-apibank-details)")
-    out.add_argument("--push-eval-yaml", type=_hub_id("--push-eval-yaml"), default=None, metavar="DATASET_REPO",
+    out.add_argument("--push-eval-yaml", type=hub_id("--push-eval-yaml"), default=None, metavar="DATASET_REPO",
                      help="with --push-to-hub: also open a pull request adding eval.yaml to this dataset repository")
     out.add_argument("--json", action="store_true", help="print results.json instead of the table")
     out.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def _hub_id(flag: str):
+def hub_id(flag: str):
     def parse(text: str) -> str:
         from apibank.hub.ids import HubIdError, check_repo_id
 
@@ -93,11 +93,12 @@ def _hub_id(flag: str):
 
 
 def push_target(args: argparse.Namespace) -> str | None:
-    """The model repository to push to (None without --push-to-hub), checked before any work is done."""
+    """The model repository to push to (None without --push-to-hub), checked before any work is done
+    (``apibank evaluate`` and ``apibank agent``)."""
     from apibank.hub.ids import HubIdError, check_repo_id
 
     if not args.push_to_hub:
-        if args.push_eval_yaml or args.details_repo:
+        if getattr(args, "push_eval_yaml", None) or getattr(args, "details_repo", None):
             raise UsageError("--push-eval-yaml and --details-repo go with --push-to-hub")
         return None
     if args.limit is not None:
@@ -146,7 +147,7 @@ def check_arguments(args: argparse.Namespace, fmt: str, output: Path) -> int:
         check_resume,
         has_chat_template,
     )
-    from apibank.pipeline import normalise_levels
+    from apibank.pipeline.rows import normalise_levels
 
     try:
         normalise_levels(args.levels)
@@ -209,7 +210,8 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
 
     from apibank.hub.leaderboard import leaderboard_note
-    from apibank.pipeline import evaluate, results_table
+    from apibank.pipeline.classic import evaluate
+    from apibank.pipeline.results import results_table
 
     try:
         results = _evaluate(evaluate, args, fmt, output)

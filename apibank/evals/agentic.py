@@ -17,6 +17,7 @@ shared with ``apibank agent``.
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 from inspect_ai import Epochs, Task, task
@@ -27,6 +28,7 @@ from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.tool import Tool, ToolDef, ToolParams
 
 from apibank.agent.environment import EpisodeEnvironment
+from apibank.evals.spec import AGENTIC_SCORER_NAME, AGENTIC_SOLVER_NAME, registration_name
 from apibank.benchmark import DATA_DIR_ENV, DEFAULT_SETTING, LEVELS, SETTINGS
 from apibank.data.episodes import Episode, load_episodes
 from apibank.agent.judge import judge_episode
@@ -40,6 +42,13 @@ from apibank.agent.runner import (
 from apibank.evals import _offline
 
 VERDICT_KEY = "apibank_agentic_verdict"
+
+# None when inspect-ai loads this file by its path (then the names stay unqualified, as inspect expects).
+_THIS = sys.modules.get(__name__)
+
+
+def _registered(name: str) -> str:
+    return registration_name(_THIS, name) if _THIS is not None else name
 
 
 _offline.install()  # mockllm's usage estimate must not need tiktoken's download
@@ -70,7 +79,7 @@ class OfferedTools:
         return [self._built[name] for name in self.env.offered]
 
 
-@solver
+@solver(name=_registered(AGENTIC_SOLVER_NAME))
 def episode_solver(episodes: dict[str, Episode], gold: GoldCache, setting: str, max_steps: int = DEFAULT_MAX_STEPS):
     """Run one episode with inspect-ai's ``react`` loop, then judge the environment it left."""
 
@@ -114,7 +123,7 @@ def episode_solver(episodes: dict[str, Episode], gold: GoldCache, setting: str, 
     return solve
 
 
-@scorer(metrics={key: [mean()] for key in SCORE_KEYS})
+@scorer(metrics={key: [mean()] for key in SCORE_KEYS}, name=_registered(AGENTIC_SCORER_NAME))
 def achieved():
     """Success (state and information), each component, and ROUGE-L beside them (never inside success)."""
 
@@ -137,7 +146,7 @@ def achieved():
     return score
 
 
-@task
+@task(name=_registered("apibank_agentic"))
 def apibank_agentic(
     level: str = "level-3",
     setting: str = DEFAULT_SETTING,

@@ -1,6 +1,6 @@
 """The inspect-ai side of API-Bank as the Hub's ``eval.yaml`` names it: field spec, solvers, scorers.
 
-One table, read by both the dataset's ``eval.yaml`` (:func:`apibank.hub.leaderboard.eval_yaml`) and the
+One table, read by both the dataset's ``eval.yaml`` (:func:`apibank.hub.tasks.eval_yaml`) and the
 inspect-ai tasks (:mod:`apibank.evals.classic`), so the two cannot drift apart. Importing this module
 needs no inspect-ai.
 """
@@ -55,3 +55,19 @@ def solvers_spec() -> list[dict[str, Any]]:
 def scorers_spec() -> list[dict[str, Any]]:
     """One scorer, both judging protocols (paper and corrected) reported side by side."""
     return [{"name": qualified(SCORER_NAME), "args": {"protocols": list(PROTOCOLS)}}]
+
+
+# The agentic tasks (:mod:`apibank.evals.agentic`, whose solver and scorer register under these names):
+# the episode solver runs the tool loop of a whole dialogue in one tool-discovery setting; the scorer
+# judges what the episode achieved.
+AGENTIC_SOLVER_NAME = "episode_solver"
+AGENTIC_SCORER_NAME = "achieved"
+
+
+def agentic_solvers_spec(setting: str) -> list[dict[str, Any]]:
+    return [{"name": qualified(AGENTIC_SOLVER_NAME), "args": {"setting": setting}}]
+
+
+def agentic_scorers_spec() -> list[dict[str, Any]]:
+    """Success (final state and information obtained) per episode; pass^k over epochs."""
+    return [{"name": qualified(AGENTIC_SCORER_NAME)}]

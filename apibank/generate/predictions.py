@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
-from apibank.files import atomic_writer, json_line
+from apibank.files import JsonLinesAppender, atomic_writer, json_line
 
 # What must agree between the lines already on disk and a resumed run.
 RUN_KEYS = ("format", "decoding", "model")
@@ -100,26 +100,5 @@ def check_resumable(records: list[dict[str, Any]], expected: dict[str, Any], pat
                 )
 
 
-class PredictionWriter:
-    """Appends records and flushes after each batch, so that an interrupted run loses at most a batch."""
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._handle = self.path.open("a", encoding="utf-8")
-
-    def write(self, records: Iterable[dict[str, Any]]) -> None:
-        for record in records:
-            # one line per record whatever the text holds (a lone surrogate would fail to encode)
-            self._handle.write(json_line(record) + "\n")
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
-
-    def close(self) -> None:
-        self._handle.close()
-
-    def __enter__(self) -> "PredictionWriter":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+# Appends records and flushes after each batch, so that an interrupted run loses at most a batch.
+PredictionWriter = JsonLinesAppender

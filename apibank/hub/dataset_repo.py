@@ -8,7 +8,7 @@ Layout: ``<config>/<split>-00000-of-00001.parquet`` for every config of
 :data:`apibank.data.features.CONFIGS` (call arguments and results as ``Json()`` values, the metric's
 ``reference`` as text); ``README.md`` = ``dataset_card.md`` whose YAML header gets the exported
 ``configs`` and ``dataset_info`` (features, row counts, sizes); ``eval.yaml``, which registers the
-repository as a Hub benchmark (:func:`apibank.hub.leaderboard.eval_yaml`); and ``LICENSE``, the
+repository as a Hub benchmark (:func:`apibank.hub.tasks.write_eval_yaml`); and ``LICENSE``, the
 upstream data's Apache-2.0 license (verified like every upstream file).
 
 Trainer formats: ``training-chat`` and ``training-prompt-completion`` hold the same training levels
@@ -38,11 +38,11 @@ from apibank.data.configs import (
     training_files,
 )
 from apibank.data.upstream import UpstreamDataError, fetch, manifest, resolve_data_dir
-from apibank.files import atomic_write_text
 from apibank.train.export import TRAINER_SPLIT, trainer_datasets, write_unconverted
+from apibank.files import atomic_copy, atomic_path, atomic_write_text
+from apibank.hub.tasks import EVAL_YAML_FILE, write_eval_yaml
 
 PARQUET_NAME = "{split}-00000-of-00001.parquet"
-EVAL_YAML_FILE = "eval.yaml"
 LICENSE_FILE = "LICENSE"
 
 
@@ -98,7 +98,7 @@ def export_repository(
     from datasets.utils.metadata import MetadataConfigs
     from huggingface_hub import DatasetCard
 
-    from apibank_dataset import ApiBank
+    from apibank.data.builder import ApiBank
 
     levels, notes = choose_training_levels(data_dir, training_levels)
     if not levels:
@@ -114,7 +114,8 @@ def export_repository(
     def write_config(name: str, split: str, dataset: Any) -> None:
         relative = f"{name}/{PARQUET_NAME.format(split=split)}"
         (out / name).mkdir(exist_ok=True)
-        parquet_bytes = dataset.to_parquet(out / relative)
+        with atomic_path(out / relative) as parquet:
+            parquet_bytes = dataset.to_parquet(parquet)
         report.rows[name] = dataset.num_rows
 
         metadata_configs[name] = {
@@ -158,17 +159,9 @@ def export_repository(
     if notes:
         card.text = "\n".join(f"> **Export note.** {note}\n" for note in notes) + "\n" + card.text
     atomic_write_text(out / "README.md", str(card))
-    write_eval_yaml_file(out)
-    (out / LICENSE_FILE).write_bytes(fetch(LICENSE_FILE, data_dir).read_bytes())
+    write_eval_yaml(out)
+    atomic_copy(fetch(LICENSE_FILE, data_dir), out / LICENSE_FILE)
     return report
-
-
-def write_eval_yaml_file(out: Path) -> Path:
-    from apibank.hub.leaderboard import dump_yaml, eval_yaml
-
-    path = out / EVAL_YAML_FILE
-    atomic_write_text(path, dump_yaml(eval_yaml()))
-    return path
 
 
 def push_repository(out: str | os.PathLike[str], repo_id: str, *, private: bool = False, api: Any = None) -> str:

@@ -8,7 +8,7 @@
   ``results.json`` and a card;
 * then rewrites the leaderboard files with a ``source`` block pointing at that repository and the
   benchmark dataset's current commit as ``dataset.revision``, and opens the pull requests
-  (:func:`apibank.hub.leaderboard.push_to_hub`).
+  (:func:`apibank.hub.push.push_to_hub`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,15 @@ import shutil
 from pathlib import Path
 from typing import Any, Mapping
 
-from apibank.files import atomic_write_text
+from apibank.files import (
+    DETAILS_FILE,
+    LEADERBOARD_DIR,
+    PREDICTIONS_FILE,
+    RESULTS_FILE,
+    atomic_copy,
+    atomic_path,
+    atomic_write_text,
+)
 from apibank.hub.ids import check_repo_id
 
 DETAILS_DIR = "details-dataset"
@@ -72,8 +80,6 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 def details_rows(output_dir: str | os.PathLike[str]) -> dict[str, list[dict[str, Any]]]:
     """{protocol: rows} joining ``predictions.jsonl`` and ``details.jsonl`` of a run on the sample id."""
-    from apibank.pipeline import DETAILS_FILE, PREDICTIONS_FILE
-
     output_dir = Path(output_dir)
     predictions = {record["id"]: record for record in _read_jsonl(output_dir / PREDICTIONS_FILE)}
     out: dict[str, list[dict[str, Any]]] = {}
@@ -134,8 +140,6 @@ def write_details_dataset(output_dir: str | os.PathLike[str], dataset_id: str) -
     from datasets.utils.metadata import MetadataConfigs
     from huggingface_hub import DatasetCard, DatasetCardData
 
-    from apibank.pipeline import RESULTS_FILE
-
     output_dir = Path(output_dir)
     results = json.loads((output_dir / RESULTS_FILE).read_text("utf-8"))
     folder = output_dir / DETAILS_DIR
@@ -149,7 +153,8 @@ def write_details_dataset(output_dir: str | os.PathLike[str], dataset_id: str) -
     configs = MetadataConfigs()
     for index, (protocol, protocol_rows) in enumerate(rows.items()):
         (folder / protocol).mkdir()
-        datasets.Dataset.from_list(protocol_rows, features=features).to_parquet(folder / protocol / PARQUET_NAME)
+        with atomic_path(folder / protocol / PARQUET_NAME) as parquet:
+            datasets.Dataset.from_list(protocol_rows, features=features).to_parquet(parquet)
         configs[protocol] = {
             "data_files": [{"split": "test", "path": f"{protocol}/test-*.parquet"}],
             **({"default": True} if index == 0 else {}),
@@ -159,7 +164,7 @@ def write_details_dataset(output_dir: str | os.PathLike[str], dataset_id: str) -
     configs.to_dataset_card_data(data)
     card = DatasetCard(f"---\n{data.to_yaml()}\n---\n\n{details_card(results, dataset_id, list(rows))}")
     atomic_write_text(folder / "README.md", str(card))
-    shutil.copyfile(output_dir / RESULTS_FILE, folder / RESULTS_FILE)
+    atomic_copy(output_dir / RESULTS_FILE, folder / RESULTS_FILE)
     return folder
 
 
@@ -200,14 +205,9 @@ def publish(
     """
     from huggingface_hub import HfApi
 
-    from apibank.hub.leaderboard import (
-        ResultSource,
-        SubsetRun,
-        push_to_hub,
-        subset_reason,
-        write_leaderboard_files,
-    )
-    from apibank.pipeline import LEADERBOARD_DIR, RESULTS_FILE
+    from apibank.hub.leaderboard import subset_reason, write_leaderboard_files
+    from apibank.hub.push import push_to_hub
+    from apibank.hub.result_files import ResultSource, SubsetRun
 
     check_repo_id(model_repo, "the model repository")
     check_repo_id(dataset_id, "the benchmark dataset id (--dataset-id)")

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from apibank.benchmark import LEVELS, PROTOCOLS
+from apibank.files import REPORT_FILE, atomic_path, atomic_write_text
 from apibank.report.table import markdown_table
 
 PLOTS = {
@@ -65,7 +66,8 @@ def _plot_accuracy(scores, levels, protocols, path: Path) -> None:
     ax.legend(fontsize=8, loc="upper center", ncol=max(1, len(protocols)))
     ax.set_title("API call accuracy per level")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    with atomic_path(path) as temporary:
+        fig.savefig(temporary, dpi=120)
     plt.close(fig)
 
 
@@ -87,7 +89,8 @@ def _plot_errors(scores, levels, protocols, path: Path) -> None:
         else:
             ax.text(0.5, 0.5, "no errors", ha="center", va="center", transform=ax.transAxes)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    with atomic_path(path) as temporary:
+        fig.savefig(temporary, dpi=120)
     plt.close(fig)
 
 
@@ -104,7 +107,8 @@ def _plot_apis(rates: list[dict[str, Any]], protocol: str, path: Path, top: int 
     ax.set_title(f"per-API error rate ({protocol}, top {min(top, len(rates))})")
     ax.tick_params(axis="y", labelsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    with atomic_path(path) as temporary:
+        fig.savefig(temporary, dpi=120)
     plt.close(fig)
 
 
@@ -214,6 +218,6 @@ def write_report(
         *[f"| {e['api']} | {e['errors']} | {e['calls']} | {100 * e['rate']:.1f}% |" for e in rates],
         "",
     ]
-    path = output_dir / "report.md"
-    path.write_text("\n".join(lines), encoding="utf-8")
+    path = output_dir / REPORT_FILE
+    atomic_write_text(path, "\n".join(lines))
     return path

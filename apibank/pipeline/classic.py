@@ -1,4 +1,4 @@
-"""From a model to scores, files and a report: the functions behind ``apibank evaluate`` and ``apibank score``.
+"""Classic runs, from a model to scores, files and a report: ``apibank evaluate`` and ``apibank score``.
 
 Output folder layout (``evaluate``):
 
@@ -17,91 +17,28 @@ Output folder layout (``evaluate``):
 
 from __future__ import annotations
 
-import datetime as _dt
+import json
 import json
 import os
-import re
-from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from apibank.benchmark import DEFAULT_PROTOCOL, LEVELS, PROTOCOLS
-from apibank.files import atomic_write_text, atomic_writer, dumps_strict, json_line, json_safe
+from apibank.files import (
+    DETAILS_FILE,
+    LEADERBOARD_DIR,
+    PREDICTIONS_FILE,
+    RESULTS_FILE,
+    atomic_writer,
+    json_line,
+    json_safe,
+    write_json,
+)
 from apibank.generate.backends import Backend, make_backend
 from apibank.generate.predictions import read_predictions, write_predictions
 from apibank.generate.runner import generate_predictions, sized_settings
-from apibank.report.table import format_table
-
-PREDICTIONS_FILE = "predictions.jsonl"
-DETAILS_FILE = "details.jsonl"
-RESULTS_FILE = "results.json"
-REPORT_FILE = "report.md"
-LEADERBOARD_DIR = "leaderboard"
-
-
-def package_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("apibank")
-    except PackageNotFoundError:
-        return "unknown"
-
-
-def normalise_levels(levels: Iterable[str | int] | None) -> list[str]:
-    if not levels:
-        return list(LEVELS)
-    out = []
-    for level in levels:
-        name = f"level-{level}" if str(level).isdigit() else str(level)
-        if name not in LEVELS:
-            raise ValueError(f"unknown level {level!r}; expected one of {LEVELS} (or 1, 2, 3)")
-        if name not in out:
-            out.append(name)
-    return out
-
-
-def load_rows(
-    levels: Iterable[str | int] | None = None,
-    data_dir: str | os.PathLike[str] | None = None,
-    limit: int | None = None,
-) -> list[dict[str, Any]]:
-    """The test rows of ``levels``; with ``limit``, the first ``limit`` API-call rows and the first
-    ``limit`` response rows of each level."""
-    from apibank.data.rows import iter_rows
-
-    rows: list[dict[str, Any]] = []
-    for level in normalise_levels(levels):
-        rows += iter_rows(level, data_dir)
-    return limit_rows(rows, limit)
-
-
-def limit_rows(rows: Iterable[Mapping[str, Any]], limit: int | None) -> list[Any]:
-    """The first ``limit`` API-call rows and the first ``limit`` response rows of each level (all with None)."""
-    taken: Counter = Counter()
-    kept = []
-    for row in rows:
-        key = (row["level"], row["kind"])
-        if limit is not None and taken[key] >= limit:
-            continue
-        taken[key] += 1
-        kept.append(row)
-    return kept
-
-
-def level_of(row_id: str) -> str:
-    match = re.match(r"(level-[123])/", row_id)
-    if not match:
-        raise ValueError(f"not an API-Bank row id: {row_id!r}")
-    return match.group(1)
-
-
-def counts(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
-    for row in rows:
-        cell = out.setdefault(f"level-{row['level']}", {"api": 0, "response": 0})
-        cell[row["kind"]] += 1
-    return out
+from apibank.benchmark import DEFAULT_PROTOCOL, PROTOCOLS
+from apibank.pipeline.results import build_results, parse_price, usage_totals
+from apibank.pipeline.rows import level_of, limit_rows, load_rows
 
 
 def score_records(
@@ -123,121 +60,6 @@ def score_records(
     return score(predictions, references, protocols=tuple(protocols), return_details=True, data_dir=data_dir)
 
 
-def _revision(scores: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> str | None:
-    if scores.get("revision"):
-        return scores["revision"]
-    for row in rows:
-        return json.loads(row["reference"]).get("revision")
-    return None
-
-
-def library_versions() -> dict[str, str | None]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    versions: dict[str, str | None] = {}
-    for name in ("apibank", "transformers", "torch", "vllm", "tokenizers"):
-        try:
-            versions[name] = version(name)
-        except PackageNotFoundError:
-            versions[name] = None
-    return versions
-
-
-def parse_price(text: str | Sequence[float] | None) -> tuple[float, float] | None:
-    """``"IN,OUT"`` (price per million prompt / generated tokens) as two floats."""
-    if text is None:
-        return None
-    parts = text.split(",") if isinstance(text, str) else list(text)
-    try:
-        values = tuple(float(part) for part in parts)
-    except ValueError:
-        values = ()
-    if len(values) != 2 or any(value < 0 or value != value for value in values):
-        raise ValueError(f"--price-per-mtok {text!r}: expected IN,OUT, two non-negative numbers (price per "
-                         "million prompt tokens, per million generated tokens)")
-    return values  # type: ignore[return-value]
-
-
-def usage_totals(
-    records: Sequence[Mapping[str, Any]],
-    *,
-    price_per_mtok: tuple[float, float] | None = None,
-    wall_seconds: float | None = None,
-) -> dict[str, Any]:
-    """Totals of the per-sample usage in ``records``: tokens, generation seconds, samples/s, cost.
-
-    ``seconds`` adds up every sample's generation time (runs that resumed included); ``wall_seconds``
-    is this invocation's generation wall time. Token totals are None when no sample reports them, and
-    ``samples_with_token_counts`` says how many do.
-    """
-    def total(key: str):
-        values = [record.get(key) for record in records if record.get(key) is not None]
-        return (sum(values), len(values)) if values else (None, 0)
-
-    prompt, counted = total("prompt_tokens")
-    generated, _ = total("generated_tokens")
-    seconds, _ = total("seconds")
-    usage: dict[str, Any] = {
-        "samples": len(records),
-        "samples_with_token_counts": counted,
-        "prompt_tokens": prompt,
-        "generated_tokens": generated,
-        "seconds": round(seconds, 3) if seconds is not None else None,
-        "samples_per_second": round(len(records) / seconds, 4) if seconds else None,
-        "generated_tokens_per_second": round(generated / seconds, 2) if seconds and generated is not None else None,
-        "wall_seconds": round(wall_seconds, 3) if wall_seconds is not None else None,
-    }
-    if price_per_mtok is not None:
-        price_in, price_out = price_per_mtok
-        usage["price_per_mtok"] = {"prompt": price_in, "generated": price_out}
-        usage["cost"] = (
-            round((prompt or 0) / 1e6 * price_in + (generated or 0) / 1e6 * price_out, 6) if counted else None
-        )
-    return usage
-
-
-def build_results(
-    scores: Mapping[str, Any],
-    rows: Sequence[Mapping[str, Any]],
-    *,
-    model_info: Mapping[str, Any],
-    fmt: str | None,
-    decoding: Mapping[str, Any] | None,
-    batch_size: int | None,
-    limit: int | None,
-    icl: bool = False,
-    dataset_id: str | None = None,
-    usage: Mapping[str, Any] | None = None,
-    subset: bool | None = None,
-) -> dict[str, Any]:
-    return {
-        "benchmark": "API-Bank",
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "apibank_version": package_version(),
-        "model": {
-            "id": model_info.get("model_id"),
-            "revision": model_info.get("model_revision"),
-            "backend": model_info.get("backend"),
-            "dtype": model_info.get("dtype"),
-            **{k: v for k, v in model_info.items() if k not in {"model_id", "model_revision", "backend", "dtype"}},
-        },
-        "format": fmt,
-        "icl": icl,
-        "decoding": dict(decoding or {}),
-        "batch_size": batch_size,
-        "limit": limit,
-        "subset": bool(limit) if subset is None else subset,
-        "levels": sorted({f"level-{row['level']}" for row in rows}),
-        "counts": counts(rows),
-        "dataset": {"id": dataset_id, "upstream_revision": _revision(scores, rows), "split": "test"},
-        "protocols": scores.get("protocols", {}),
-        "scores": {key: value for key, value in scores.items() if key not in {"details", "protocols", "revision"}},
-        "usage": dict(usage or {}),
-        "versions": library_versions(),
-        "files": {"predictions": PREDICTIONS_FILE, "details": DETAILS_FILE, "report": REPORT_FILE},
-    }
-
-
 def write_outputs(
     results: dict[str, Any],
     details: Sequence[Mapping[str, Any]],
@@ -253,8 +75,7 @@ def write_outputs(
     from apibank.report.markdown import write_report
 
     output_dir.mkdir(parents=True, exist_ok=True)
-    # Atomic, strict JSON (no NaN/Infinity; values from model output made JSON values), valid UTF-8.
-    atomic_write_text(output_dir / RESULTS_FILE, dumps_strict(json_safe(results), indent=2, ensure_ascii=False) + "\n")
+    write_json(output_dir / RESULTS_FILE, results)
     with atomic_writer(output_dir / DETAILS_FILE) as handle:
         for entry in details:
             handle.write(json_line(json_safe(entry)) + "\n")
@@ -426,33 +247,3 @@ def _evaluate_run(predictions: Path) -> dict[str, Any]:
     if (run.get("model") or {}).get("id") != first.get("model") or run.get("format") != first.get("format"):
         return {}
     return run
-
-
-def results_table(results: Mapping[str, Any]) -> str:
-    model = results.get("model", {})
-    title = (
-        f"API-Bank: model={model.get('id')} format={results.get('format')} backend={model.get('backend')}"
-        + (f" (subset: --limit {results['limit']})" if results.get("limit") else
-           " (subset)" if results.get("subset") else "")
-    )
-    table = format_table(results["scores"], results.get("levels") or LEVELS, title=title)
-    line = usage_line(results.get("usage") or {})
-    return f"{table}\n{line}" if line else table
-
-
-def usage_line(usage: Mapping[str, Any]) -> str:
-    """One line of usage totals (empty when nothing was measured)."""
-    if not usage or usage.get("seconds") is None:
-        return ""
-    parts = [f"{usage.get('samples')} samples in {usage['seconds']:.1f} s"]
-    if usage.get("samples_per_second") is not None:
-        parts.append(f"{usage['samples_per_second']:.3f} samples/s")
-    if usage.get("prompt_tokens") is not None:
-        parts.append(f"{usage['prompt_tokens']} prompt tokens")
-    if usage.get("generated_tokens") is not None:
-        parts.append(f"{usage['generated_tokens']} generated tokens")
-    if usage.get("generated_tokens_per_second") is not None:
-        parts.append(f"{usage['generated_tokens_per_second']:.1f} generated tokens/s")
-    if usage.get("cost") is not None:
-        parts.append(f"cost {usage['cost']:.6g}")
-    return "usage: " + ", ".join(parts)

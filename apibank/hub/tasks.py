@@ -1,0 +1,144 @@
+"""The tasks the benchmark's Hub dataset declares, and ``eval.yaml``, the file that declares them.
+
+``eval.yaml`` registers API-Bank as a Hub benchmark (hub-docs ``docs/hub/eval-results.md``) with
+``evaluation_framework: inspect-ai``; every task id a result file (``.eval_results/*.yaml``) can name
+is declared here, classic and agentic:
+
+* classic tasks (:data:`TASKS`), one per level and metric: the ``field_spec``, ``solvers`` and
+  ``scorers`` of the inspect-ai task in :mod:`apibank.evals.classic`;
+* agentic tasks (:data:`AGENTIC_TASKS`), ``agentic-<level>-<setting>``: whole episodes in which the
+  model drives the tool loop (:mod:`apibank.evals.agentic`), scored by success in percent.
+
+:func:`write_eval_yaml` is the one writer of the file: the dataset export and every run's
+``leaderboard/dataset/`` use it.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from apibank.benchmark import BENCHMARK_NAME, EPISODE_COUNTS, FULL_COUNTS, SETTINGS
+from apibank.files import atomic_write_text
+
+EVAL_YAML_FILE = "eval.yaml"
+EVALUATION_FRAMEWORK = "inspect-ai"  # one of huggingface.js EVALUATION_FRAMEWORKS (eval.ts)
+
+BENCHMARK_DESCRIPTION = (
+    "API-Bank (Li et al., EMNLP 2023) evaluates tool-augmented LLMs with executable APIs. Level 1 (399 "
+    "API-call and 375 response samples) asks for the next API call given the tool descriptions; level 2 "
+    "(135 + 103) requires finding the tool with a ToolSearcher first; level 3 (245 calls in 50 dialogues, "
+    "50 responses) chains several calls to meet a one-sentence requirement. Predicted calls are executed "
+    "against re-implemented tools (53 level-1/2 tools, 22 level-3 tools) and judged as the original "
+    "evaluators do (paper protocol) or with their judging bugs fixed (corrected protocol); responses are "
+    "scored with ROUGE-L. Units: API call and dialogue accuracy in percent (0-100), response ROUGE-L "
+    "F-measure between 0 and 1. Results of the corrected protocol and of other prompt formats say so in "
+    "their notes; results without notes are the paper protocol with the paper prompts."
+)
+AGENTIC_DESCRIPTION = (
+    " Agentic tasks (agentic-<level>-<setting>) run whole dialogues in which the model drives the tool loop, "
+    "finding tools with ToolSearcher (searcher) or offered every tool (all-tools); an episode succeeds when "
+    "the final databases equal the gold replay's and every result the gold calls read was obtained. Unit: "
+    "episode success in percent (pass^k over k trials, k in the notes)."
+)
+
+UNITS = {"api": "%", "dialogues": "%", "response": "0-1", "episodes": "%"}
+METRIC_TYPES = {"api": "accuracy", "dialogues": "accuracy", "response": "rouge", "episodes": "accuracy"}
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    config: str
+    kind: str  # "api", "dialogues", "response" (a level's score block) or "episodes" (agentic)
+    label: str  # what is measured, without the unit
+    setting: str | None = None  # agentic tasks: the tool-discovery setting
+
+    @property
+    def metric_name(self) -> str:
+        return f"{self.label} ({UNITS[self.kind]})"
+
+
+TASKS: dict[str, Task] = {
+    task.id: task
+    for task in (
+        Task("level-1-api", "level-1", "api", "Level-1 API call accuracy"),
+        Task("level-1-response", "level-1", "response", "Level-1 response ROUGE-L"),
+        Task("level-2-api", "level-2", "api", "Level-2 API call accuracy"),
+        Task("level-2-response", "level-2", "response", "Level-2 response ROUGE-L"),
+        Task("level-3-api", "level-3", "api", "Level-3 API call accuracy"),
+        Task("level-3-dialogue", "level-3", "dialogues", "Level-3 dialogue accuracy"),
+        Task("level-3-response", "level-3", "response", "Level-3 response ROUGE-L"),
+    )
+}
+
+
+def agentic_task_id(level: str, setting: str) -> str:
+    return f"agentic-{level}-{setting}"
+
+
+AGENTIC_TASKS: dict[str, Task] = {
+    agentic_task_id(level, setting): Task(
+        agentic_task_id(level, setting), level, "episodes",
+        f"{level.capitalize()} agentic episode success ({setting})", setting,
+    )
+    for level in EPISODE_COUNTS
+    for setting in SETTINGS
+}
+
+
+def declared_task_ids() -> list[str]:
+    """Every task id ``eval.yaml`` declares, in its order."""
+    return [*TASKS, *AGENTIC_TASKS]
+
+
+def eval_yaml(name: str = BENCHMARK_NAME, description: str | None = None) -> dict[str, Any]:
+    """The dataset repository's ``eval.yaml``: framework, and per task its config, split and inspect-ai spec."""
+    from apibank.evals.spec import (
+        FIELD_SPEC,
+        agentic_scorers_spec,
+        agentic_solvers_spec,
+        scorers_spec,
+        solvers_spec,
+    )
+
+    def declared(task: Task) -> dict[str, Any]:
+        agentic = task.setting is not None
+        return {
+            "id": task.id,
+            "config": task.config,
+            "split": "test",
+            "field_spec": copy.deepcopy(FIELD_SPEC),
+            "solvers": agentic_solvers_spec(task.setting) if agentic else solvers_spec(),
+            "scorers": agentic_scorers_spec() if agentic else scorers_spec(),
+        }
+
+    return {
+        "name": name,
+        "description": BENCHMARK_DESCRIPTION + AGENTIC_DESCRIPTION if description is None else description,
+        "evaluation_framework": EVALUATION_FRAMEWORK,
+        "tasks": [declared(task) for task in [*TASKS.values(), *AGENTIC_TASKS.values()]],
+    }
+
+
+class _NoAliasDumper(yaml.SafeDumper):
+    """Plain YAML: the Hub's validators and readers get no anchors or aliases."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def dump_yaml(data: Any) -> str:
+    return yaml.dump(data, Dumper=_NoAliasDumper, sort_keys=False, allow_unicode=True)
+
+
+def write_eval_yaml(folder: str | os.PathLike[str]) -> Path:
+    """Write ``folder/eval.yaml``; returns its path."""
+    path = Path(folder) / EVAL_YAML_FILE
+    atomic_write_text(path, dump_yaml(eval_yaml()))
+    return path

@@ -1,0 +1,175 @@
+"""What a run's ``results.json`` records beside the scores: sample counts, usage totals (tokens, seconds,
+cost at a price), library versions; and the one-screen table of a run."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from typing import Any, Mapping, Sequence
+
+from apibank.files import DETAILS_FILE, PREDICTIONS_FILE, REPORT_FILE
+from apibank.benchmark import LEVELS, PROTOCOLS
+from apibank.report.table import format_table
+
+
+
+def package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("apibank")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def library_versions() -> dict[str, str | None]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    versions: dict[str, str | None] = {}
+    for name in ("apibank", "transformers", "torch", "vllm", "tokenizers"):
+        try:
+            versions[name] = version(name)
+        except PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def parse_price(text: str | Sequence[float] | None) -> tuple[float, float] | None:
+    """``"IN,OUT"`` (price per million prompt / generated tokens) as two floats."""
+    if text is None:
+        return None
+    parts = text.split(",") if isinstance(text, str) else list(text)
+    try:
+        values = tuple(float(part) for part in parts)
+    except ValueError:
+        values = ()
+    if len(values) != 2 or any(value < 0 or value != value for value in values):
+        raise ValueError(f"--price-per-mtok {text!r}: expected IN,OUT, two non-negative numbers (price per "
+                         "million prompt tokens, per million generated tokens)")
+    return values  # type: ignore[return-value]
+
+
+def usage_totals(
+    records: Sequence[Mapping[str, Any]],
+    *,
+    price_per_mtok: tuple[float, float] | None = None,
+    wall_seconds: float | None = None,
+) -> dict[str, Any]:
+    """Totals of the per-sample usage in ``records``: tokens, generation seconds, samples/s, cost.
+
+    ``seconds`` adds up every sample's generation time (runs that resumed included); ``wall_seconds``
+    is this invocation's generation wall time. Token totals are None when no sample reports them, and
+    ``samples_with_token_counts`` says how many do.
+    """
+    def total(key: str):
+        values = [record.get(key) for record in records if record.get(key) is not None]
+        return (sum(values), len(values)) if values else (None, 0)
+
+    prompt, counted = total("prompt_tokens")
+    generated, _ = total("generated_tokens")
+    seconds, _ = total("seconds")
+    usage: dict[str, Any] = {
+        "samples": len(records),
+        "samples_with_token_counts": counted,
+        "prompt_tokens": prompt,
+        "generated_tokens": generated,
+        "seconds": round(seconds, 3) if seconds is not None else None,
+        "samples_per_second": round(len(records) / seconds, 4) if seconds else None,
+        "generated_tokens_per_second": round(generated / seconds, 2) if seconds and generated is not None else None,
+        "wall_seconds": round(wall_seconds, 3) if wall_seconds is not None else None,
+    }
+    if price_per_mtok is not None:
+        price_in, price_out = price_per_mtok
+        usage["price_per_mtok"] = {"prompt": price_in, "generated": price_out}
+        usage["cost"] = (
+            round((prompt or 0) / 1e6 * price_in + (generated or 0) / 1e6 * price_out, 6) if counted else None
+        )
+    return usage
+
+
+def counts(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for row in rows:
+        cell = out.setdefault(f"level-{row['level']}", {"api": 0, "response": 0})
+        cell[row["kind"]] += 1
+    return out
+
+
+def _revision(scores: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> str | None:
+    if scores.get("revision"):
+        return scores["revision"]
+    for row in rows:
+        return json.loads(row["reference"]).get("revision")
+    return None
+
+
+def build_results(
+    scores: Mapping[str, Any],
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    model_info: Mapping[str, Any],
+    fmt: str | None,
+    decoding: Mapping[str, Any] | None,
+    batch_size: int | None,
+    limit: int | None,
+    icl: bool = False,
+    dataset_id: str | None = None,
+    usage: Mapping[str, Any] | None = None,
+    subset: bool | None = None,
+) -> dict[str, Any]:
+    return {
+        "benchmark": "API-Bank",
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "apibank_version": package_version(),
+        "model": {
+            "id": model_info.get("model_id"),
+            "revision": model_info.get("model_revision"),
+            "backend": model_info.get("backend"),
+            "dtype": model_info.get("dtype"),
+            **{k: v for k, v in model_info.items() if k not in {"model_id", "model_revision", "backend", "dtype"}},
+        },
+        "format": fmt,
+        "icl": icl,
+        "decoding": dict(decoding or {}),
+        "batch_size": batch_size,
+        "limit": limit,
+        "subset": bool(limit) if subset is None else subset,
+        "levels": sorted({f"level-{row['level']}" for row in rows}),
+        "counts": counts(rows),
+        "dataset": {"id": dataset_id, "upstream_revision": _revision(scores, rows), "split": "test"},
+        "protocols": scores.get("protocols", {}),
+        "scores": {key: value for key, value in scores.items() if key not in {"details", "protocols", "revision"}},
+        "usage": dict(usage or {}),
+        "versions": library_versions(),
+        "files": {"predictions": PREDICTIONS_FILE, "details": DETAILS_FILE, "report": REPORT_FILE},
+    }
+
+
+def results_table(results: Mapping[str, Any]) -> str:
+    model = results.get("model", {})
+    title = (
+        f"API-Bank: model={model.get('id')} format={results.get('format')} backend={model.get('backend')}"
+        + (f" (subset: --limit {results['limit']})" if results.get("limit") else
+           " (subset)" if results.get("subset") else "")
+    )
+    table = format_table(results["scores"], results.get("levels") or LEVELS, title=title)
+    line = usage_line(results.get("usage") or {})
+    return f"{table}\n{line}" if line else table
+
+
+def usage_line(usage: Mapping[str, Any]) -> str:
+    """One line of usage totals (empty when nothing was measured)."""
+    if not usage or usage.get("seconds") is None:
+        return ""
+    parts = [f"{usage.get('samples')} samples in {usage['seconds']:.1f} s"]
+    if usage.get("samples_per_second") is not None:
+        parts.append(f"{usage['samples_per_second']:.3f} samples/s")
+    if usage.get("prompt_tokens") is not None:
+        parts.append(f"{usage['prompt_tokens']} prompt tokens")
+    if usage.get("generated_tokens") is not None:
+        parts.append(f"{usage['generated_tokens']} generated tokens")
+    if usage.get("generated_tokens_per_second") is not None:
+        parts.append(f"{usage['generated_tokens_per_second']:.1f} generated tokens/s")
+    if usage.get("cost") is not None:
+        parts.append(f"cost {usage['cost']:.6g}")
+    return "usage: " + ", ".join(parts)
