@@ -5,44 +5,11 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 from apibank.generate.conversation import Conversation
+from apibank.generate.stops import TURN_LABELS, answer_start, first_stop  # noqa: F401 (re-exported)
 from apibank.generate.toolcalls import ToolCall
-
-
-# Turn labels an answer may open with in the paper format's transcript ("AI: Sure, ...").
-TURN_LABELS = ("User:", "AI:", "API:")
-
-
-def answer_start(text: str) -> int:
-    """Where an answer's content begins: after leading whitespace and an opening turn label (and the
-    whitespace after it). Stop strings are looked for from here on."""
-    start = len(text) - len(text.lstrip())
-    for label in TURN_LABELS:
-        if text.startswith(label, start):
-            rest = text[start + len(label) :]
-            return start + len(label) + len(rest) - len(rest.lstrip())
-    return start
-
-
-def first_stop(text: str, stops: Iterable[str]) -> int | None:
-    """Where the answer ``text`` (generated text only, never the prompt) ends at a stop string, or None.
-
-    A stop is looked for after the answer's leading whitespace and opening turn label
-    (:func:`answer_start`): a paper-format answer ``AI: ...`` or ``\\nAI: ...`` begins with its label
-    rather than ending before it. Every backend applies this same rule (transformers while decoding,
-    vLLM and endpoints after the fact), so they agree.
-    """
-    start = answer_start(text)
-    cut = None
-    for stop in stops:
-        if not stop:
-            continue
-        index = text.find(stop, start)
-        if index >= 0 and (cut is None or index < cut):
-            cut = index
-    return cut
 
 
 @dataclass(frozen=True)

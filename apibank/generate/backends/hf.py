@@ -6,8 +6,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from apibank.generate.backends.base import Backend, Completion, first_stop
+from apibank.generate.backends.base import Backend, Completion
 from apibank.generate.conversation import Conversation
+from apibank.generate.stops import first_stop
 from apibank.generate.templates import TemplateAdapter, TemplateRefusal
 from apibank.generate.toolcalls import ToolCall, calls_from_message, calls_in_text
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from apibank.generate.backends.base import Backend, Completion, answer_start
+from apibank.generate.backends.base import Backend, Completion
 from apibank.generate.backends.hf import _HFRendering, template_sha256
+from apibank.generate.stops import answer_start
 
 
 # ----------------------------------------------------------------------------------------- vLLM
@@ -15,7 +16,7 @@ class VLLMBackend(_HFRendering, Backend):
     Prompts are rendered with the model's HF tokenizer exactly as for the transformers backend and
     sent as token ids, so both backends see identical inputs. Prefix caching is on (rows of one
     dialogue share their history), each row gets its own token budget, and stop strings follow the
-    shared rule of :func:`~apibank.generate.backends.base.first_stop` (see ``generate``).
+    shared rule of :func:`~apibank.generate.stops.first_stop` (see ``generate``).
     """
 
     name = "vllm"
