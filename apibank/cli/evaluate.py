@@ -11,9 +11,9 @@ import re
 from pathlib import Path
 
 from apibank.cli.checks import UsageError
+from apibank.generate.backends import BACKENDS
 
 FORMATS = ("paper", "chat", "tools")
-BACKENDS = ("transformers", "vllm", "openai")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -9,6 +9,8 @@ batch of them into :class:`Completion` objects with greedy decoding (``generate`
 * :class:`OpenAIBackend`: any OpenAI-compatible ``/chat/completions`` endpoint (vLLM or TGI servers,
   hosted APIs), with concurrent requests and retries, standard library only;
 * :class:`OracleBackend`: replays the gold answers (a self-check that needs no model).
+
+Backends are looked up by name in :data:`~apibank.generate.backends.registry.BACKEND_REGISTRY`.
 """
 
 from __future__ import annotations
@@ -23,27 +25,25 @@ from apibank.generate.backends.base import (
 )
 from apibank.generate.backends.hf import TransformersBackend
 from apibank.generate.backends.openai import EndpointError, OpenAIBackend
+from apibank.generate.backends.registry import BACKEND_REGISTRY, UnknownName
 from apibank.generate.backends.vllm import VLLMBackend
 
-BACKENDS = ("transformers", "vllm", "openai")
+# The backends that run a model (``--backend``); the scripted ones are chosen by ``--model``.
+BACKENDS = BACKEND_REGISTRY.names(scripted=False)
 
 
 def make_backend(model: str, backend: str = "transformers", **options: Any) -> Backend:
-    """A backend by name; ``model="oracle"`` gives the gold-replaying backend whatever ``backend`` says."""
-    if model == "oracle":
-        return OracleBackend()
+    """A backend by name; a scripted backend's name as ``model`` (``"oracle"``: the gold-replaying
+    backend) gives that backend whatever ``backend`` says. Options that are None are left out."""
+    if model in BACKEND_REGISTRY.names(scripted=True):
+        return BACKEND_REGISTRY.get(model)()
     options = {key: value for key, value in options.items() if value is not None}
-    if backend == "transformers":
-        return TransformersBackend(model, **options)
-    if backend == "vllm":
-        return VLLMBackend(model, **options)
-    if backend == "openai":
-        return OpenAIBackend(model, **options)
-    raise ValueError(f"unknown backend {backend!r}; expected one of {BACKENDS}")
+    return BACKEND_REGISTRY.get(backend, scripted=False)(model, **options)
 
 
 __all__ = [
     "BACKENDS",
+    "BACKEND_REGISTRY",
     "Backend",
     "Completion",
     "DecodingSettings",
@@ -51,6 +51,7 @@ __all__ = [
     "OpenAIBackend",
     "OracleBackend",
     "TransformersBackend",
+    "UnknownName",
     "VLLMBackend",
     "make_backend",
 ]
