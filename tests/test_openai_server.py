@@ -21,7 +21,7 @@ import pytest
 
 from apibank.generate import DecodingSettings, OpenAIBackend, build_conversation, generate_predictions
 from apibank.generate.backends import EndpointError
-from apibank.generate.backends.openai import MAX_RETRY_AFTER, _retry_after
+from apibank.generate.backends.http import MAX_RETRY_AFTER, retry_after as _retry_after
 from apibank.generate.predictions import read_predictions
 from apibank.pipeline import load_rows
 

@@ -24,7 +24,8 @@ from apibank.generate.backends.base import (
     OracleBackend,
 )
 from apibank.generate.backends.hf import TransformersBackend
-from apibank.generate.backends.openai import EndpointError, OpenAIBackend
+from apibank.generate.backends.http import EndpointError
+from apibank.generate.backends.openai import OpenAIBackend
 from apibank.generate.backends.registry import BACKEND_REGISTRY, UnknownName
 from apibank.generate.backends.vllm import VLLMBackend
 
