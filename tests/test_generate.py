@@ -457,3 +457,6 @@ def test_openai_wire_form(rows):
     assert json.loads(call["function"]["arguments"]) == {"keywords": "QueryMeeting"}
     body = hosted.request_body(tools, DecodingSettings(max_new_tokens=7, stop=PAPER_STOPS))
     assert body["tools"] == tools.tools and len(body["stop"]) == 4 and body["max_tokens"] == 7
+    assert body["temperature"] == 0.0 and body["seed"] == 0  # greedy, the backend's seed
+    sampled = hosted.request_body(tools, DecodingSettings(temperature=0.7, seed=3))
+    assert sampled["temperature"] == 0.7 and sampled["seed"] == 3

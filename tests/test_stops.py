@@ -147,6 +147,24 @@ def test_decoder_stops_each_row_on_its_generated_text(tiny_backend, level_rows):
     assert (1, 4) not in asked and (0, 5) in asked
 
 
+def test_sampling_is_seeded_per_row(tiny_backend, level_rows):
+    """With a temperature, each row samples with its own generator: the same seed gives the same answers,
+    whichever rows share the batch; greedy settings record exactly what they recorded before."""
+    rows = [r for r in level_rows if r["level"] == 1][:3]
+    conversations = [build_conversation(r, "paper") for r in rows]
+    prompts = [tiny_backend.render(c) for c in conversations]
+    sampled = DecodingSettings(max_new_tokens=8, temperature=1.0, seed=7)
+    batch = [c.raw for c in tiny_backend.generate(conversations, prompts, sampled)]
+    assert [c.raw for c in tiny_backend.generate(conversations, prompts, sampled)] == batch
+    assert [c.raw for c in tiny_backend.generate(conversations[2:], prompts[2:], sampled)] == batch[2:]
+    greedy = DecodingSettings(max_new_tokens=8)
+    assert [c.raw for c in tiny_backend.generate(conversations, prompts, greedy)] != batch  # it does sample
+    assert greedy.as_dict() == {"do_sample": False, "temperature": 0.0, "max_new_tokens": 8, "stop": []}
+    assert sampled.as_dict()["do_sample"] and sampled.as_dict()["seed"] == 7
+    with pytest.raises(ValueError, match="temperature must be 0"):
+        DecodingSettings(temperature=-1)
+
+
 # ------------------------------------------------------------------------------------- budgets
 def test_budgets_sized_from_gold_answers(tiny_backend, level_rows):
     budgets = dict(token_budgets(tiny_backend, level_rows))

@@ -14,21 +14,35 @@ from apibank.generate.toolcalls import ToolCall
 
 @dataclass(frozen=True)
 class DecodingSettings:
-    """Greedy decoding. ``stop`` strings end an answer (the text from the first one on is dropped);
-    ``max_new_tokens`` caps every answer, and ``budgets`` (``(("level-1/api", 120), ...)``) sizes the
-    answers of each level and sample kind below that cap."""
+    """Greedy decoding unless ``temperature`` > 0. ``stop`` strings end an answer (the text from the first
+    one on is dropped); ``max_new_tokens`` caps every answer, and ``budgets`` (``(("level-1/api", 120),
+    ...)``) sizes the answers of each level and sample kind below that cap. With a ``temperature``, each
+    answer is sampled with its own random generator seeded by ``seed``, so that a row's answer does not
+    depend on the rows batched with it."""
 
     max_new_tokens: int = 256
     stop: tuple[str, ...] = ()
     budgets: tuple[tuple[str, int], ...] = ()
+    temperature: float = 0.0
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if not self.temperature >= 0:  # NaN included
+            raise ValueError(f"temperature must be 0 (greedy) or positive, got {self.temperature!r}")
+
+    @property
+    def sampling(self) -> bool:
+        return self.temperature > 0
 
     def max_tokens_for(self, level: int | str, kind: str) -> int:
         key = f"level-{level}/{kind}" if str(level).isdigit() else f"{level}/{kind}"
         return min(self.max_new_tokens, dict(self.budgets).get(key, self.max_new_tokens))
 
     def as_dict(self) -> dict[str, Any]:
-        settings = {"do_sample": False, "temperature": 0.0, "max_new_tokens": self.max_new_tokens,
-                    "stop": list(self.stop)}
+        settings = {"do_sample": self.sampling, "temperature": float(self.temperature),
+                    "max_new_tokens": self.max_new_tokens, "stop": list(self.stop)}
+        if self.sampling:
+            settings["seed"] = self.seed
         if self.budgets:
             settings["max_new_tokens_by_kind"] = {key: min(value, self.max_new_tokens) for key, value in self.budgets}
         return settings

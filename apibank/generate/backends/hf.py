@@ -250,7 +250,8 @@ class TransformersBackend(_HFRendering, Backend):
         def should_stop(row: int, ids: list[int]) -> bool:
             return bool(stops) and first_stop(self.tokenizer.decode(ids, skip_special_tokens=True), stops) is not None
 
-        rows = self.decoder.generate(encoded, budgets, should_stop)
+        rows = self.decoder.generate(encoded, budgets, should_stop,
+                                     temperature=settings.temperature, seed=settings.seed)
         completions = []
         for conversation, prompt, row in zip(conversations, prompts, rows):
             ids = self._trim(row.ids)

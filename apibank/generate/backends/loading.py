@@ -153,7 +153,9 @@ def _save_atomically(folder: Path, *parts: Any) -> None:
 def converted_tokenizer_folder(source: ModelSource) -> Path | None:
     """The cache folder of a GGUF file's converted tokenizer alone (present or not); None when caching is off."""
     folder = converted_folder(source)
-    return None if folder is None else folder.with_name(folder.name.replace("-transformers-", "-tokenizer-transformers-", 1))
+    if folder is None:
+        return None
+    return folder.with_name(folder.name.replace("-transformers-", "-tokenizer-transformers-", 1))
 
 
 def gguf_tokenizer(source: ModelSource, *, save: bool = True):

@@ -129,12 +129,13 @@ class OpenAIBackend(Backend):
         body: dict[str, Any] = {
             "model": self.model_id,
             "messages": self.wire_messages(messages),
-            "temperature": 0.0,
+            "temperature": float(settings.temperature),
             "max_tokens": settings.max_new_tokens,
             "n": 1,
         }
-        if self.seed is not None:
-            body["seed"] = self.seed
+        seed = settings.seed if settings.sampling and settings.seed is not None else self.seed
+        if seed is not None:
+            body["seed"] = seed
         if tools:
             body["tools"] = tools
         if settings.stop:
