@@ -17,6 +17,7 @@ from apibank.generate import (
     OracleBackend,
     TransformersBackend,
     build_conversation,
+    chat_conversation,
     generate_predictions,
     make_backend,
 )
@@ -265,6 +266,22 @@ def test_interrupted_run_resumes_where_it_stopped(backend, rows, tmp_path):
     assert sorted(r["id"] for r in read_predictions(path)) == sorted(r["id"] for r in rows)
     with pytest.raises(ResumeMismatch):
         generate_predictions(rows, backend, fmt="paper", settings=SETTINGS, output_path=path, progress=False)
+
+
+def test_a_chat_with_tools_renders_through_the_template_and_decodes(backend):
+    """An agent's step on the transformers backend: the template gets the tools and the earlier call
+    (arguments as an object), and the step decodes like any row."""
+    schema = {"type": "function", "function": {"name": "QueryStock", "description": "a stock price",
+                                               "parameters": {"type": "object", "properties": {}}}}
+    messages = [{"role": "user", "content": "AAPL?"},
+                {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {
+                    "name": "QueryStock", "arguments": '{"stock_code": "AAPL"}'}}]},
+                {"role": "tool", "tool_call_id": "c1", "name": "QueryStock", "content": "{\"price\": 1}"}]
+    conversation = chat_conversation(messages, [schema])
+    prompt = backend.render(conversation)
+    assert '"name": "QueryStock"' in prompt and '{"name": "QueryStock", "arguments": {"stock_code": "AAPL"}}' in prompt
+    (completion,) = backend.generate([conversation], [prompt], DecodingSettings(max_new_tokens=4))
+    assert completion.prompt_tokens > 20 and 0 < completion.generated_tokens <= 5
 
 
 def test_oracle_replays_gold(rows):
