@@ -1,13 +1,15 @@
-"""Generation backends behind one interface.
+"""The model layer: generation backends behind one interface.
 
-A backend renders a :class:`Conversation` into the exact prompt it sends (``render``) and turns a
-batch of them into :class:`Completion` objects with greedy decoding (``generate``).
+A backend renders a :class:`Conversation` (a dataset row in a prompt format, or a free chat with
+tools: :func:`~apibank.generate.conversation.chat_conversation`) into the exact prompt it sends
+(``render``) and turns a batch of them into :class:`Completion` objects (``generate``; greedy unless
+the :class:`DecodingSettings` give a temperature).
 
 * :class:`TransformersBackend`: ``AutoModelForCausalLM`` + ``AutoTokenizer``, batched, left padding;
 * :class:`VLLMBackend`: vLLM's offline ``LLM`` engine (optional extra, imported lazily), for
   throughput, tensor parallelism and models bigger than one GPU;
 * :class:`OpenAIBackend`: any OpenAI-compatible ``/chat/completions`` endpoint (vLLM or TGI servers,
-  hosted APIs), with concurrent requests and retries, standard library only;
+  hosted APIs), with concurrent requests, through the one HTTP client (``http.py``: retry policy);
 * :class:`OracleBackend`: replays the gold answers (a self-check that needs no model).
 
 Backends are looked up by name in :data:`~apibank.generate.backends.registry.BACKEND_REGISTRY`.
