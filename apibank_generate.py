@@ -24,7 +24,7 @@ from apibank.generate import (
     generate_predictions,
     make_backend,
 )
-from apibank.generate.runner import default_stops
+from apibank.generate.stops import stops_for
 
 
 def generate(
@@ -40,9 +40,10 @@ def generate(
     progress: bool = False,
     **backend_options: Any,
 ) -> list[str]:
-    """One prediction string per row, in order (greedy; batched with left padding)."""
+    """One prediction string per row, in order (greedy; batched with left padding). Answers end
+    where ``apibank evaluate`` ends them (:func:`apibank.generate.stops.stops_for`)."""
     engine = model if isinstance(model, Backend) else make_backend(model, backend, **backend_options)
-    settings = DecodingSettings(max_new_tokens=max_new_tokens, stop=default_stops(fmt))
+    settings = DecodingSettings(max_new_tokens=max_new_tokens, stop=stops_for(engine, rows, fmt))
     records = generate_predictions(
         rows, engine, fmt=fmt, settings=settings, batch_size=batch_size, output_path=output_path, icl=icl,
         progress=progress,

@@ -17,13 +17,15 @@ from apibank.generate import (
     OracleBackend,
     TransformersBackend,
     build_conversation,
+    chat_conversation,
     generate_predictions,
     make_backend,
 )
 from apibank.generate.backends import Completion, EndpointError
 from apibank.generate.conversation import FORMATS, history_call_text
 from apibank.generate.predictions import ResumeMismatch, read_predictions
-from apibank.generate.runner import PAPER_STOPS, cut_at_stop, default_stops, finish
+from apibank.generate.runner import finish
+from apibank.generate.stops import PAPER_STOPS, cut_at_stop, default_stops
 from apibank.generate.tiny import build_tiny_model
 from apibank.generate.toolcalls import call_text, calls_from_message, calls_in_text
 from apibank.judge.parsing.paper import parse_paper
@@ -266,6 +268,22 @@ def test_interrupted_run_resumes_where_it_stopped(backend, rows, tmp_path):
         generate_predictions(rows, backend, fmt="paper", settings=SETTINGS, output_path=path, progress=False)
 
 
+def test_a_chat_with_tools_renders_through_the_template_and_decodes(backend):
+    """An agent's step on the transformers backend: the template gets the tools and the earlier call
+    (arguments as an object), and the step decodes like any row."""
+    schema = {"type": "function", "function": {"name": "QueryStock", "description": "a stock price",
+                                               "parameters": {"type": "object", "properties": {}}}}
+    messages = [{"role": "user", "content": "AAPL?"},
+                {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {
+                    "name": "QueryStock", "arguments": '{"stock_code": "AAPL"}'}}]},
+                {"role": "tool", "tool_call_id": "c1", "name": "QueryStock", "content": "{\"price\": 1}"}]
+    conversation = chat_conversation(messages, [schema])
+    prompt = backend.render(conversation)
+    assert '"name": "QueryStock"' in prompt and '{"name": "QueryStock", "arguments": {"stock_code": "AAPL"}}' in prompt
+    (completion,) = backend.generate([conversation], [prompt], DecodingSettings(max_new_tokens=4))
+    assert completion.prompt_tokens > 20 and 0 < completion.generated_tokens <= 5
+
+
 def test_oracle_replays_gold(rows):
     records = generate_predictions(rows, make_backend("oracle"), fmt="paper", progress=False)
     assert [r["prediction"] for r in records] == [row["expected_output"] for row in rows]
@@ -456,3 +474,6 @@ def test_openai_wire_form(rows):
     assert json.loads(call["function"]["arguments"]) == {"keywords": "QueryMeeting"}
     body = hosted.request_body(tools, DecodingSettings(max_new_tokens=7, stop=PAPER_STOPS))
     assert body["tools"] == tools.tools and len(body["stop"]) == 4 and body["max_tokens"] == 7
+    assert body["temperature"] == 0.0 and body["seed"] == 0  # greedy, the backend's seed
+    sampled = hosted.request_body(tools, DecodingSettings(temperature=0.7, seed=3))
+    assert sampled["temperature"] == 0.7 and sampled["seed"] == 3

@@ -19,9 +19,15 @@ from pathlib import Path
 import jinja2
 import pytest
 
-from apibank.generate import DecodingSettings, OpenAIBackend, build_conversation, generate_predictions
+from apibank.generate import (
+    DecodingSettings,
+    OpenAIBackend,
+    build_conversation,
+    chat_conversation,
+    generate_predictions,
+)
 from apibank.generate.backends import EndpointError
-from apibank.generate.backends.openai import MAX_RETRY_AFTER, _retry_after
+from apibank.generate.backends.http import MAX_RETRY_AFTER, retry_after as _retry_after
 from apibank.generate.predictions import read_predictions
 from apibank.pipeline import load_rows
 
@@ -147,6 +153,27 @@ def test_strict_server_accepts_every_request_after_one_adaptation(rows, fmt, cap
     else:
         assert {r["prediction"] for r in records} == {"API-Request: [GetToday()]"}
     assert "retry" not in capsys.readouterr().err  # refusals are not retried
+
+
+def test_a_chat_with_tools_goes_through_the_same_backend():
+    """An agent's step (free messages, tool-call arguments as JSON text, tool schemas) is one
+    ``generate`` call; the served call comes back parsed."""
+    schema = {"type": "function", "function": {"name": "GetUserToken", "description": "a token",
+                                               "parameters": {"type": "object", "properties": {}}}}
+    messages = [{"role": "system", "content": "Help the user."}, {"role": "user", "content": "log me in"},
+                {"role": "assistant", "content": "", "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "GetUserToken", "arguments": '{"a": 1}'}}]},
+                {"role": "tool", "tool_call_id": "c1", "name": "GetUserToken", "content": "{}"}]
+    conversation = chat_conversation(messages, [schema], conversation_id="episode-1")
+    assert conversation.format == "tools"
+    assert conversation.messages[2]["tool_calls"][0]["function"]["arguments"] == {"a": 1}
+    with StrictServer() as server:
+        backend = OpenAIBackend("gemma", base_url=server.base_url, concurrency=2)
+        completions = backend.generate([conversation] * 2, [backend.render(conversation)] * 2, SETTINGS)
+    assert [c.tool_calls for c in completions] == [[("GetUserToken", {"user_name": "John"})]] * 2
+    sent = [r for r in server.requests if server.validate(r) is None][0]
+    assert sent["tools"] == [schema]
+    assert json.loads(sent["messages"][-2]["tool_calls"][0]["function"]["arguments"]) == {"a": 1}
 
 
 def test_usage_and_seconds_reach_the_completion(rows):

@@ -19,7 +19,8 @@ import apibank_cli
 from apibank.generate import TransformersBackend, generate_predictions
 from apibank.generate.backends.loading import converted_folder
 from apibank.generate.predictions import read_predictions
-from apibank.generate.runner import PAPER_STOPS, sized_settings
+from apibank.generate.runner import sized_settings
+from apibank.generate.stops import PAPER_STOPS
 from apibank.judge.parsing.paper import parse_paper
 from apibank.pipeline import load_rows
 

@@ -10,9 +10,10 @@ import pytest
 
 import apibank_cli
 from apibank.generate import DecodingSettings, TransformersBackend, build_conversation, generate_predictions
-from apibank.generate.backends.base import first_stop
+from apibank.generate.backends import Backend, Completion
 from apibank.generate.backends.decoding import GreedyDecoder, hand_loop
-from apibank.generate.runner import LINE_STOPS, PAPER_STOPS, cut_at_stop, generation_order, sized_settings, token_budgets
+from apibank.generate.runner import generation_order, sized_settings, token_budgets
+from apibank.generate.stops import LINE_STOPS, PAPER_STOPS, answer_text, cut_at_stop, first_stop, stops_for
 from apibank.generate.tiny import build_tiny_model
 from apibank.pipeline import load_rows, parse_price, usage_totals
 
@@ -74,6 +75,60 @@ def test_line_stop_of_plain_text_paper_prompts(text, expected):
     assert cut_at_stop(text, LINE_STOPS) == expected
 
 
+class _ScriptedBackend(Backend):
+    """Answers every row with one text; renders the paper prompt as plain text or wrapped (as a chat template would)."""
+
+    name = "scripted"
+
+    def __init__(self, answer: str, plain: bool) -> None:
+        self.answer, self.plain = answer, plain
+
+    def render(self, conversation):
+        return conversation.plain_text if self.plain else "<turn>" + (conversation.plain_text or "") + "<end>"
+
+    def generate(self, conversations, prompts, settings):
+        return [Completion(text=self.answer, raw=self.answer) for _ in conversations]
+
+    def info(self):
+        return {"backend": self.name, "model_id": "scripted"}
+
+
+@pytest.mark.parametrize("plain", [True, False])
+def test_the_three_callers_cut_answers_with_the_one_stop_rule(level_rows, plain):
+    """``apibank evaluate``'s runner, ``apibank_generate.generate`` and the inspect-ai task cut one answer
+    the same way: the stops of the prompt format (the line's end for a plain-text paper prompt, the next
+    turn's label inside a template), searched after the answer's opening label."""
+    import apibank_generate
+    from apibank.evals.classic import prediction_text
+
+    answer = "AI: Sure -> done\nUser: more\nAI: again"
+    rows = [r for r in level_rows if r["level"] == 1][:3]
+    backend = _ScriptedBackend(answer, plain)
+    stops = stops_for(backend, rows, "paper")
+    assert stops == (LINE_STOPS if plain else PAPER_STOPS)
+    expected = "AI: Sure" if plain else "AI: Sure -> done"
+    assert answer_text(answer, stops) == expected
+    assert apibank_generate.generate(backend, rows, fmt="paper") == [expected] * 3
+    records = generate_predictions(rows, backend, fmt="paper", progress=False)
+    assert [record["prediction"] for record in records] == [expected] * 3
+    if not plain:  # inspect-ai sends the paper prompt as a user turn, through the model's template
+        assert prediction_text(answer) == expected
+
+
+def test_the_stop_strings_are_declared_once():
+    """The stop strings and the cutting rule live in ``apibank.generate.stops`` only."""
+    from pathlib import Path
+
+    import apibank
+
+    package = Path(apibank.__file__).parent
+    sources = [*package.rglob("*.py"), package.parent / "apibank_generate.py"]
+    declaring = sorted(str(path.relative_to(package.parent)) for path in sources
+                       if '"\\nGenerate API Request"' in path.read_text(encoding="utf-8")
+                       or "def first_stop" in path.read_text(encoding="utf-8"))
+    assert declaring == ["apibank/generate/stops.py"]
+
+
 def test_decoder_stops_each_row_on_its_generated_text(tiny_backend, level_rows):
     """Stop strings seen only in the generated ids: the decoder asks after every token, the row ends at once,
     and the other rows of the batch go on."""
@@ -90,6 +145,24 @@ def test_decoder_stops_each_row_on_its_generated_text(tiny_backend, level_rows):
     assert [len(o.ids) for o in out] == [5, 3, 5]
     assert [o.finish_reason for o in out] == ["length", "stop", "length"]
     assert (1, 4) not in asked and (0, 5) in asked
+
+
+def test_sampling_is_seeded_per_row(tiny_backend, level_rows):
+    """With a temperature, each row samples with its own generator: the same seed gives the same answers,
+    whichever rows share the batch; greedy settings record exactly what they recorded before."""
+    rows = [r for r in level_rows if r["level"] == 1][:3]
+    conversations = [build_conversation(r, "paper") for r in rows]
+    prompts = [tiny_backend.render(c) for c in conversations]
+    sampled = DecodingSettings(max_new_tokens=8, temperature=1.0, seed=7)
+    batch = [c.raw for c in tiny_backend.generate(conversations, prompts, sampled)]
+    assert [c.raw for c in tiny_backend.generate(conversations, prompts, sampled)] == batch
+    assert [c.raw for c in tiny_backend.generate(conversations[2:], prompts[2:], sampled)] == batch[2:]
+    greedy = DecodingSettings(max_new_tokens=8)
+    assert [c.raw for c in tiny_backend.generate(conversations, prompts, greedy)] != batch  # it does sample
+    assert greedy.as_dict() == {"do_sample": False, "temperature": 0.0, "max_new_tokens": 8, "stop": []}
+    assert sampled.as_dict()["do_sample"] and sampled.as_dict()["seed"] == 7
+    with pytest.raises(ValueError, match="temperature must be 0"):
+        DecodingSettings(temperature=-1)
 
 
 # ------------------------------------------------------------------------------------- budgets

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -225,18 +223,18 @@ def check_resume(output: Path, *, fmt: str, model: str) -> int:
 
 # ---------------------------------------------------------------------------------- endpoint
 def check_endpoint(base_url: str, api_key: str | None, timeout: float) -> None:
-    """The server answers at all (``GET {base_url}/models``); only an unreachable one is an error."""
+    """The server answers at all (``GET {base_url}/models``, once); only an unreachable one is an error."""
+    from apibank.generate.backends.http import EndpointError, HttpClient
+
     if not base_url.startswith(("http://", "https://")):
         raise UsageError(f"--base-url {base_url}: give the API root as a URL, e.g. http://127.0.0.1:8000/v1")
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    request = urllib.request.Request(base_url.rstrip("/") + "/models", headers=headers)
+    client = HttpClient(base_url, api_key=api_key, timeout=min(timeout, 10.0), max_retries=0)
     try:
-        with urllib.request.urlopen(request, timeout=min(timeout, 10.0)) as response:
-            response.read(1 << 16)
-    except urllib.error.HTTPError as error:
-        if error.code in (401, 403):
-            raise UsageError(f"--base-url {base_url}: the server refuses the API key (HTTP {error.code}); set "
+        client.request("/models")
+    except EndpointError as error:
+        if error.status in (401, 403):
+            raise UsageError(f"--base-url {base_url}: the server refuses the API key (HTTP {error.status}); set "
                              "the key in the variable named by --api-key-env") from None
-    except (urllib.error.URLError, TimeoutError, ConnectionError, ValueError) as error:
-        reason = getattr(error, "reason", error)
-        raise UsageError(f"--base-url {base_url}: no server answers ({reason}); start it or fix the URL") from None
+        if error.status is None:
+            raise UsageError(f"--base-url {base_url}: no server answers ({error.reason}); start it or fix "
+                             "the URL") from None

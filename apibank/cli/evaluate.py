@@ -12,8 +12,8 @@ from pathlib import Path
 
 from apibank.benchmark import DEFAULT_PROTOCOL, FORMATS, PROTOCOLS, TEMPLATE_MODES
 from apibank.cli.checks import UsageError
+from apibank.generate.backends import BACKENDS
 
-BACKENDS = ("transformers", "vllm", "openai")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

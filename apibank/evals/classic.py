@@ -80,9 +80,9 @@ def paper_prompt(icl: bool = False):
 # ---------------------------------------------------------------------------------------- scoring
 def prediction_text(completion: str) -> str:
     """The answer part of a completion: up to where the transcript's next turn would begin."""
-    from apibank.generate.runner import cut_at_stop, default_stops
+    from apibank.generate.stops import answer_text, default_stops
 
-    return cut_at_stop(completion or "", default_stops("paper")).strip()
+    return answer_text(completion, default_stops("paper"))
 
 
 def _sample_value(detail: Mapping[str, Any]) -> float:
@@ -191,7 +191,7 @@ def api_bank(
       revision: with ``dataset``: the dataset revision.
       max_tokens: generation budget per sample.
     """
-    from apibank.generate.runner import default_stops
+    from apibank.generate.stops import default_stops
 
     level = int(level)
     return Task(

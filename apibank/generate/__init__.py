@@ -15,7 +15,7 @@ from apibank.generate.backends import (
     VLLMBackend,
     make_backend,
 )
-from apibank.generate.conversation import FORMATS, Conversation, build_conversation
+from apibank.generate.conversation import FORMATS, Conversation, build_conversation, chat_conversation
 from apibank.generate.predictions import read_predictions
 from apibank.generate.runner import generate_predictions
 from apibank.generate.toolcalls import call_text
@@ -33,6 +33,7 @@ __all__ = [
     "VLLMBackend",
     "build_conversation",
     "call_text",
+    "chat_conversation",
     "generate_predictions",
     "make_backend",
     "read_predictions",

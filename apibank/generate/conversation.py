@@ -180,3 +180,36 @@ def build_conversation(row: Mapping[str, Any], fmt: str, *, icl: bool = False) -
     messages += _history_messages(row, native_tools=native)
     tools = [tool_schema(t["name"], t["description"], int(row["level"])) for t in row["tools"]] if native else None
     return Conversation(messages=messages, tools=tools, **common)
+
+
+def chat_conversation(
+    messages: list[Message],
+    tools: list[dict[str, Any]] | None = None,
+    *,
+    conversation_id: str = "chat",
+    level: int = 0,
+    kind: str = "api",
+) -> Conversation:
+    """A free chat for any backend (an agent's step): native function calling (the ``tools`` format)
+    when ``tools`` are given. Tool-call arguments sent as JSON text (the OpenAI wire form) become
+    objects, as chat templates expect them."""
+    normalised = []
+    for message in messages:
+        if message.get("tool_calls"):
+            message = {**message, "tool_calls": [_call_with_object_arguments(call) for call in message["tool_calls"]]}
+        normalised.append(message)
+    return Conversation(row_id=conversation_id, level=level, kind=kind, format="tools" if tools else "chat",
+                        messages=normalised, tools=list(tools) if tools else None)
+
+
+def _call_with_object_arguments(call: Mapping[str, Any]) -> dict[str, Any]:
+    function = dict(call.get("function") or {})
+    arguments = function.get("arguments")
+    if isinstance(arguments, str):
+        try:
+            parsed = json.loads(arguments)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            function["arguments"] = parsed
+    return {**call, "function": function}

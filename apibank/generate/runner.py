@@ -5,50 +5,14 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from apibank.generate.backends import Backend, Completion, DecodingSettings
-from apibank.generate.backends.base import first_stop
 from apibank.generate.backends.openai import InterruptedBatch
 from apibank.generate.conversation import Conversation, build_conversation
 from apibank.generate.predictions import PredictionWriter, check_resumable, repair
+from apibank.generate.stops import answer_text, stops_for
 from apibank.generate.toolcalls import call_text
-
-# Where a paper-format answer ends: the next turn of the transcript the model would go on writing.
-PAPER_STOPS = ("\nUser:", "\nAI:", "\nAPI:", "\nGenerate API Request", "\nGenerate AI Response")
-# A paper prompt sent as plain text is a transcript with one turn per line, and every gold answer of
-# every level is one line: the answer ends at the end of its line. (A base model that goes on writes
-# the instruction's sections again, "\n\nAPI descriptions:...", which no turn label stops.) In the
-# transcript an executed call's result follows "->" on the call's line: that is the API's turn, which
-# the model cannot know, and no gold answer contains "->" (the paper parser reads the call the same
-# with or without the tail).
-LINE_STOPS = ("\n", "->")
-
-
-def default_stops(fmt: str, plain_text: bool = False) -> tuple[str, ...]:
-    """Chat formats end at the template's end-of-turn token (EOS); the paper format needs strings: the
-    end of the line when the prompt is plain text, the next turn's label inside a chat template."""
-    if fmt != "paper":
-        return ()
-    return LINE_STOPS if plain_text else PAPER_STOPS
-
-
-def renders_plain_text(backend: Backend, rows: Sequence[Mapping[str, Any]]) -> bool:
-    """Whether ``backend`` sends the paper prompt as plain text (no chat template around it)."""
-    if not rows:
-        return False
-    conversation = build_conversation(rows[0], "paper")
-    try:
-        return backend.render(conversation) == conversation.plain_text
-    except Exception:
-        return False
-
-
-def cut_at_stop(text: str, stops: Iterable[str]) -> str:
-    """``text`` up to its first stop string (searched in the generated text only, after leading whitespace)."""
-    cut = first_stop(text, stops)
-    return text if cut is None else text[:cut]
-
 
 # Room above the longest gold answer: a turn label (``AI:``), whitespace, and the stop string itself,
 # which must be generated before it can be seen.
@@ -80,7 +44,7 @@ def sized_settings(
     budgets = token_budgets(backend, rows)
     cap = max_new_tokens if max_new_tokens is not None else max((value for _, value in budgets), default=256)
     if stop is None:
-        stop = default_stops(fmt, plain_text=fmt == "paper" and renders_plain_text(backend, rows))
+        stop = stops_for(backend, rows, fmt)
     return DecodingSettings(max_new_tokens=cap, stop=tuple(stop), budgets=budgets)
 
 
@@ -104,7 +68,7 @@ def finish(conversation: Conversation, completion: Completion, settings: Decodin
     if conversation.format == "tools" and completion.tool_calls:
         name, arguments = completion.tool_calls[0]
         return call_text(name, arguments), {"name": name, "arguments": arguments}
-    return cut_at_stop(completion.text, settings.stop).strip(), None
+    return answer_text(completion.text, settings.stop), None
 
 
 def usage_of(completion: Completion, seconds_share: float) -> dict[str, Any]:

@@ -5,63 +5,44 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 from apibank.generate.conversation import Conversation
+from apibank.generate.stops import TURN_LABELS, answer_start, first_stop  # noqa: F401 (re-exported)
 from apibank.generate.toolcalls import ToolCall
-
-
-# Turn labels an answer may open with in the paper format's transcript ("AI: Sure, ...").
-TURN_LABELS = ("User:", "AI:", "API:")
-
-
-def answer_start(text: str) -> int:
-    """Where an answer's content begins: after leading whitespace and an opening turn label (and the
-    whitespace after it). Stop strings are looked for from here on."""
-    start = len(text) - len(text.lstrip())
-    for label in TURN_LABELS:
-        if text.startswith(label, start):
-            rest = text[start + len(label) :]
-            return start + len(label) + len(rest) - len(rest.lstrip())
-    return start
-
-
-def first_stop(text: str, stops: Iterable[str]) -> int | None:
-    """Where the answer ``text`` (generated text only, never the prompt) ends at a stop string, or None.
-
-    A stop is looked for after the answer's leading whitespace and opening turn label
-    (:func:`answer_start`): a paper-format answer ``AI: ...`` or ``\\nAI: ...`` begins with its label
-    rather than ending before it. Every backend applies this same rule (transformers while decoding,
-    vLLM and endpoints after the fact), so they agree.
-    """
-    start = answer_start(text)
-    cut = None
-    for stop in stops:
-        if not stop:
-            continue
-        index = text.find(stop, start)
-        if index >= 0 and (cut is None or index < cut):
-            cut = index
-    return cut
 
 
 @dataclass(frozen=True)
 class DecodingSettings:
-    """Greedy decoding. ``stop`` strings end an answer (the text from the first one on is dropped);
-    ``max_new_tokens`` caps every answer, and ``budgets`` (``(("level-1/api", 120), ...)``) sizes the
-    answers of each level and sample kind below that cap."""
+    """Greedy decoding unless ``temperature`` > 0. ``stop`` strings end an answer (the text from the first
+    one on is dropped); ``max_new_tokens`` caps every answer, and ``budgets`` (``(("level-1/api", 120),
+    ...)``) sizes the answers of each level and sample kind below that cap. With a ``temperature``, each
+    answer is sampled with its own random generator seeded by ``seed``, so that a row's answer does not
+    depend on the rows batched with it."""
 
     max_new_tokens: int = 256
     stop: tuple[str, ...] = ()
     budgets: tuple[tuple[str, int], ...] = ()
+    temperature: float = 0.0
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if not self.temperature >= 0:  # NaN included
+            raise ValueError(f"temperature must be 0 (greedy) or positive, got {self.temperature!r}")
+
+    @property
+    def sampling(self) -> bool:
+        return self.temperature > 0
 
     def max_tokens_for(self, level: int | str, kind: str) -> int:
         key = f"level-{level}/{kind}" if str(level).isdigit() else f"{level}/{kind}"
         return min(self.max_new_tokens, dict(self.budgets).get(key, self.max_new_tokens))
 
     def as_dict(self) -> dict[str, Any]:
-        settings = {"do_sample": False, "temperature": 0.0, "max_new_tokens": self.max_new_tokens,
-                    "stop": list(self.stop)}
+        settings = {"do_sample": self.sampling, "temperature": float(self.temperature),
+                    "max_new_tokens": self.max_new_tokens, "stop": list(self.stop)}
+        if self.sampling:
+            settings["seed"] = self.seed
         if self.budgets:
             settings["max_new_tokens_by_kind"] = {key: min(value, self.max_new_tokens) for key, value in self.budgets}
         return settings

@@ -7,6 +7,8 @@
   cache type (sliding-window layers keep only their window).
 * Each row stops on its own (EOS, a stop condition on its generated text, or its token budget);
   finished rows are dropped from the batch once half of it has finished.
+* Greedy by default; with a ``temperature``, each row samples with its own seeded generator, so that
+  its tokens do not depend on the rows batched with it.
 
 This needs transformers 5's cache layers (``Cache.layers``); it touches nothing else of the model.
 """
@@ -69,9 +71,8 @@ class GreedyDecoder:
         positions = torch.arange(reused, len(ids), device=device).unsqueeze(0)
         output = self.model(input_ids=new, position_ids=positions, use_cache=True, logits_to_keep=1,
                             **{self._cache_arg: cache})
-        token = int(output.logits[0, -1].argmax())
         self._kept = (cache, list(ids)) if self.reuse_prefix else None
-        return cache, token, reused
+        return cache, output.logits[0, -1], reused
 
     # ----------------------------------------------------------------------------- decode
     def generate(
@@ -79,14 +80,25 @@ class GreedyDecoder:
         prompts: Sequence[list[int]],
         budgets: Sequence[int],
         should_stop: Callable[[int, list[int]], bool] | None = None,
+        *,
+        temperature: float = 0.0,
+        seed: int | None = None,
     ) -> list[RowOutput]:
-        """One :class:`RowOutput` per prompt. ``should_stop(row, ids)`` is asked after each new token."""
+        """One :class:`RowOutput` per prompt. ``should_stop(row, ids)`` is asked after each new token.
+        With ``temperature`` > 0, tokens are sampled, each row's generator seeded with ``seed``."""
         import torch
 
         n = len(prompts)
         if n == 0:
             return []
         device = self.model.device
+        generators = [_generator(device, seed) for _ in prompts] if temperature > 0 else None
+
+        def pick(logits, row: int) -> int:
+            if generators is None:
+                return int(logits.argmax())
+            probabilities = torch.softmax(logits.float() / temperature, dim=-1)
+            return int(torch.multinomial(probabilities, 1, generator=generators[row]))
         outputs = [RowOutput([], "length", len(p), 0, 0.0) for p in prompts]
         width = max(len(p) for p in prompts)
         steps = max(budgets)
@@ -95,8 +107,8 @@ class GreedyDecoder:
         with torch.inference_mode():
             for row, ids in enumerate(prompts):
                 started = time.perf_counter()
-                cache, token, reused = self._prefill(list(ids))
-                first.append(token)
+                cache, logits, reused = self._prefill(list(ids))
+                first.append(pick(logits, row))
                 outputs[row].reused_prompt_tokens = reused
                 pad = width - len(ids)
                 for index, layer in enumerate(cache.layers):
@@ -154,7 +166,11 @@ class GreedyDecoder:
                 output = self.model(input_ids=tokens.unsqueeze(1), position_ids=positions.unsqueeze(1),
                                     attention_mask=mask[:, : length + 1], use_cache=True,
                                     **{self._cache_arg: batch_cache})
-                tokens = output.logits[:, -1].argmax(-1)
+                if generators is None:
+                    tokens = output.logits[:, -1].argmax(-1)
+                else:
+                    picked = [pick(output.logits[position, -1], row) for position, row in enumerate(members)]
+                    tokens = torch.tensor(picked, device=device)
                 positions = positions + 1
                 length += 1
                 share = (time.perf_counter() - started) / alive
@@ -162,6 +178,17 @@ class GreedyDecoder:
                     if live[position]:
                         outputs[row].seconds += share
         return outputs
+
+
+def _generator(device, seed: int | None):
+    import torch
+
+    generator = torch.Generator(device=device)
+    if seed is None:
+        generator.seed()
+    else:
+        generator.manual_seed(seed)
+    return generator
 
 
 def hand_loop(model, prompts: Sequence[list[int]], steps: int, pad_id: int) -> list[list[int]]:

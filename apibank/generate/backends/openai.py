@@ -1,33 +1,19 @@
-"""Any OpenAI-compatible ``/chat/completions`` endpoint, standard library only."""
+"""Any OpenAI-compatible ``/chat/completions`` endpoint, through the package's one HTTP client
+(:mod:`apibank.generate.backends.http`)."""
 
 from __future__ import annotations
 
 import json
 import os
-import random
-import re
-import sys
 import threading
 import time
-import urllib.error
-import urllib.request
-from email.utils import parsedate_to_datetime
 from typing import Any, Callable, Sequence
 
 from apibank.generate.backends.base import Backend, Completion, DecodingSettings
+from apibank.generate.backends.http import EndpointError, HttpClient
 from apibank.generate.conversation import Conversation
 from apibank.generate.templates import ESCALATION, ORDER, Adaptation, adapt, tool_result_text
 from apibank.generate.toolcalls import calls_from_message, calls_in_text
-
-
-# ---------------------------------------------------------------------------- OpenAI-compatible
-class EndpointError(RuntimeError):
-    """A request that failed for good; ``refusal`` when the server rejected the request itself."""
-
-    def __init__(self, message: str, *, status: int | None = None, refusal: bool = False) -> None:
-        super().__init__(message)
-        self.status = status
-        self.refusal = refusal
 
 
 class InterruptedBatch(KeyboardInterrupt):
@@ -37,50 +23,6 @@ class InterruptedBatch(KeyboardInterrupt):
     def __init__(self, completed: dict[int, Completion]) -> None:
         super().__init__()
         self.completed = completed
-
-
-_RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
-# A 500 whose text says the request itself is wrong will fail the same way every time
-# (llama-cpp-python answers a schema or chat-template violation with HTTP 500).
-_VALIDATION = re.compile(
-    r"validation|invalid|required|missing|must |alternate|not supported|unsupported|template|"
-    r"KeyError|TypeError|ValueError|AttributeError|IndexError|unexpected keyword",
-    re.IGNORECASE,
-)
-MAX_REPLY_BYTES = 16 * 1024 * 1024  # an answer is a few KB; a bigger reply is a broken endpoint
-MAX_ERROR_CHARS = 20_000  # the server's error text is shown whole up to this size
-MAX_RETRY_AFTER = 60.0  # seconds: a larger Retry-After is capped (it would stall the run)
-
-
-def _retry_after(value: str | None) -> float | None:
-    """Seconds from a ``Retry-After`` header (delta-seconds or an HTTP date), None if unusable."""
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            seconds = parsedate_to_datetime(value).timestamp() - time.time()
-        except (TypeError, ValueError, IndexError, OverflowError):
-            return None
-    if seconds != seconds:  # NaN
-        return None
-    return min(max(0.0, seconds), MAX_RETRY_AFTER)
-
-
-def _error_text(data: bytes) -> str:
-    text = data.decode("utf-8", errors="replace").strip()
-    try:  # an OpenAI-style {"error": {"message": ...}} body: show the message itself
-        body = json.loads(text)
-        error = body.get("error") if isinstance(body, dict) else None
-        message = error.get("message") if isinstance(error, dict) else error if isinstance(error, str) else None
-        if isinstance(message, str) and message:
-            text = message
-    except (ValueError, RecursionError):
-        pass
-    if len(text) > MAX_ERROR_CHARS:
-        text = text[:MAX_ERROR_CHARS] + f"... ({len(text) - MAX_ERROR_CHARS} more characters)"
-    return text
 
 
 def _usage(reply: dict[str, Any]) -> dict[str, int] | None:
@@ -100,13 +42,11 @@ class OpenAIBackend(Backend):
 
     ``base_url`` is the API root (``http://host:8000/v1``); the key comes from ``api_key`` or the
     environment variable named by ``api_key_env`` (default ``OPENAI_API_KEY``; none is sent if unset).
-    Requests of a batch run concurrently (``concurrency`` threads). Connection errors, timeouts and
-    408/409/429/5xx are retried with exponential backoff, honouring ``Retry-After`` up to
-    :data:`MAX_RETRY_AFTER` seconds, at most ``max_retries`` times and ``retry_budget`` seconds of
-    waiting per request; each retry is said on stderr. A request the server rejects (other 4xx, a
-    500 that names a validation or template error) is not retried: the conversation is adapted once
-    as a chat template would be (:mod:`apibank.generate.templates`), and if the server still refuses,
-    the error shows the server's message whole.
+    Requests of a batch run concurrently (``concurrency`` threads), each retried by the
+    :class:`~apibank.generate.backends.http.HttpClient` policy (``max_retries``, ``backoff``,
+    ``retry_budget``, ``Retry-After`` capped). A request the server rejects is not retried: the
+    conversation is adapted once as a chat template would be (:mod:`apibank.generate.templates`), and
+    if the server still refuses, the error shows the server's message whole.
     """
 
     name = "openai"
@@ -128,23 +68,19 @@ class OpenAIBackend(Backend):
         tool_results_as_user: bool = False,
         log: Callable[[str], None] | None = None,
     ) -> None:
-        if not timeout or timeout <= 0:
-            raise ValueError(f"request timeout must be a positive number of seconds, got {timeout!r}")
         self.model_id = model
         # The chat format's results are ``tool`` messages that answer no structured call; vLLM,
         # TGI and llama-cpp-python accept them, the hosted OpenAI API does not: send them as user turns.
         self.tool_results_as_user = tool_results_as_user
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key if api_key is not None else os.environ.get(api_key_env)
+        self._stop = threading.Event()
+        self.client = HttpClient(self.base_url, api_key=self.api_key, timeout=timeout, max_retries=max_retries,
+                                 backoff=backoff, retry_budget=retry_budget, log=log, stop=self._stop)
+        self.timeout = self.client.timeout
         self.concurrency = max(1, concurrency)
-        self.max_retries = max(0, max_retries)
-        self.timeout = float(timeout)
-        self.backoff = backoff
-        self.retry_budget = retry_budget
         self.seed = seed
         self.extra_body = dict(extra_body or {})
-        self._log = log or (lambda line: print(line, file=sys.stderr, flush=True))
-        self._stop = threading.Event()
         self._lock = threading.Lock()
         self._adaptations: dict[str, Adaptation] = {}
 
@@ -193,12 +129,13 @@ class OpenAIBackend(Backend):
         body: dict[str, Any] = {
             "model": self.model_id,
             "messages": self.wire_messages(messages),
-            "temperature": 0.0,
+            "temperature": float(settings.temperature),
             "max_tokens": settings.max_new_tokens,
             "n": 1,
         }
-        if self.seed is not None:
-            body["seed"] = self.seed
+        seed = settings.seed if settings.sampling and settings.seed is not None else self.seed
+        if seed is not None:
+            body["seed"] = seed
         if tools:
             body["tools"] = tools
         if settings.stop:
@@ -211,61 +148,7 @@ class OpenAIBackend(Backend):
         return json.dumps({"messages": self.wire_messages(messages), "tools": tools}, ensure_ascii=False)
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        data = json.dumps(body).encode()
-        url = f"{self.base_url}/chat/completions"
-        waited = 0.0
-        last_error: str | None = None
-        for attempt in range(self.max_retries + 1):
-            if self._stop.is_set():
-                raise KeyboardInterrupt
-            request = urllib.request.Request(url, data=data, headers=headers, method="POST")
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    payload = response.read(MAX_REPLY_BYTES + 1)
-                if len(payload) > MAX_REPLY_BYTES:
-                    raise EndpointError(f"{url}: the reply is larger than {MAX_REPLY_BYTES} bytes")
-                try:
-                    reply = json.loads(payload)
-                except (ValueError, RecursionError):
-                    raise EndpointError(f"{url}: the reply is not JSON: {_error_text(payload[:2000])}") from None
-                if not isinstance(reply, dict):
-                    raise EndpointError(f"{url}: the reply is not a JSON object: {_error_text(payload[:2000])}")
-                return reply
-            except urllib.error.HTTPError as error:
-                detail = _error_text(error.read(MAX_REPLY_BYTES))
-                status = error.code
-                # A refusal of the request itself, which an adapted conversation may pass
-                refusal = status in (400, 422) or (
-                    status == 500 and (bool(_VALIDATION.search(detail)) or detail == last_error)
-                )
-                if refusal or status not in _RETRY_STATUS or attempt == self.max_retries:
-                    raise EndpointError(f"{url}: HTTP {status}: {detail}", status=status, refusal=refusal) from None
-                last_error = detail
-                reason = f"HTTP {status}" + (f" ({detail[:200]})" if detail else "")
-                delay = _retry_after(error.headers.get("Retry-After"))
-                if delay is None:
-                    delay = self.backoff * 2**attempt
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
-                if attempt == self.max_retries:
-                    raise EndpointError(f"{url}: {getattr(error, 'reason', error)}") from None
-                reason = f"{getattr(error, 'reason', error)}"
-                if isinstance(error, TimeoutError) or "timed out" in reason:
-                    reason = f"no answer within --request-timeout {self.timeout:g} s"
-                delay = self.backoff * 2**attempt
-            delay = min(delay * (1 + 0.1 * random.random()), MAX_RETRY_AFTER)
-            if waited + delay > self.retry_budget:
-                raise EndpointError(
-                    f"{url}: {reason}; gave up after {attempt + 1} attempts and {waited:.0f} s of waiting "
-                    f"(retry budget {self.retry_budget:g} s)"
-                )
-            self._log(f"apibank: {url}: {reason}; retry {attempt + 1}/{self.max_retries} in {delay:.1f} s")
-            waited += delay
-            if self._stop.wait(delay):
-                raise KeyboardInterrupt
-        raise AssertionError("unreachable")
+        return self.client.post_json("/chat/completions", body)
 
     def _reply(self, conversation: Conversation, settings: DecodingSettings) -> tuple[dict[str, Any], tuple[str, ...]]:
         """The server's reply, adapting the conversation once per refusal until the server takes it."""

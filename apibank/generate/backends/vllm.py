@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from apibank.generate.backends.base import Backend, Completion, answer_start
+from apibank.generate.backends.base import Backend, Completion, DecodingSettings
 from apibank.generate.backends.hf import _HFRendering, template_sha256
+from apibank.generate.stops import answer_start
 
 
 # ----------------------------------------------------------------------------------------- vLLM
@@ -15,7 +16,7 @@ class VLLMBackend(_HFRendering, Backend):
     Prompts are rendered with the model's HF tokenizer exactly as for the transformers backend and
     sent as token ids, so both backends see identical inputs. Prefix caching is on (rows of one
     dialogue share their history), each row gets its own token budget, and stop strings follow the
-    shared rule of :func:`~apibank.generate.backends.base.first_stop` (see ``generate``).
+    shared rule of :func:`~apibank.generate.stops.first_stop` (see ``generate``).
     """
 
     name = "vllm"
@@ -69,10 +70,13 @@ class VLLMBackend(_HFRendering, Backend):
     def token_counts(self, texts):
         return [len(ids) for ids in self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
 
-    def _params(self, budget: int, stop: list[str] | None):
+    def _params(self, budget: int, stop: list[str] | None, settings: DecodingSettings):
         from vllm import SamplingParams
 
-        return SamplingParams(temperature=0.0, max_tokens=budget, stop=stop, skip_special_tokens=False)
+        sampling = {"temperature": 0.0}
+        if settings.sampling:
+            sampling = {"temperature": settings.temperature, "seed": settings.seed}
+        return SamplingParams(**sampling, max_tokens=budget, stop=stop, skip_special_tokens=False)
 
     def generate(self, conversations, prompts, settings):
         if not conversations:
@@ -84,7 +88,7 @@ class VLLMBackend(_HFRendering, Backend):
         ]
         budgets = [settings.max_tokens_for(c.level, c.kind) for c in conversations]
         stops = list(settings.stop) or None
-        outputs = list(self.llm.generate(inputs, [self._params(b, stops) for b in budgets], use_tqdm=False))
+        outputs = list(self.llm.generate(inputs, [self._params(b, stops, settings) for b in budgets], use_tqdm=False))
         # vLLM also stops at a stop string inside the answer's leading whitespace or right after its
         # opening turn label ("\nAI:", "AI:\n"); the shared rule does not, so such rows run again
         # without stop strings and the runner cuts them like every other backend's text.
@@ -92,8 +96,8 @@ class VLLMBackend(_HFRendering, Backend):
                  if stops and getattr(output.outputs[0], "finish_reason", None) == "stop"
                  and answer_start(output.outputs[0].text) == len(output.outputs[0].text)]
         if again:
-            redone = self.llm.generate([inputs[i] for i in again], [self._params(budgets[i], None) for i in again],
-                                       use_tqdm=False)
+            redone = self.llm.generate([inputs[i] for i in again],
+                                       [self._params(budgets[i], None, settings) for i in again], use_tqdm=False)
             for i, output in zip(again, redone):
                 outputs[i] = output
         completions = []

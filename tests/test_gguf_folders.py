@@ -1,0 +1,83 @@
+"""GGUF tokenizer folders come from the model layer's one preparation, with the conversion cached: a
+second preparation (another folder, another template) converts nothing. The conversion itself is
+stood in by the tiny test tokenizer; the real Gemma GGUF's side is in test_real_model.py."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from transformers import AutoTokenizer
+
+from apibank.evals import local_model
+from apibank.generate.backends import loading
+from apibank.generate.tiny import build_tiny_model
+
+TEMPLATE = "{% for message in messages %}<<{{ message['content'] }}>>{% endfor %}"
+
+
+@pytest.fixture
+def fake_gguf(tmp_path, monkeypatch):
+    """A .gguf file whose tokenizer "conversion" counts its calls and yields the tiny model's tokenizer."""
+    monkeypatch.setenv("APIBANK_GGUF_CACHE", str(tmp_path / "cache"))
+    tiny = build_tiny_model(tmp_path / "tiny", ["API-Request: [GetToday()] AI: Sure, the meeting is booked."])
+    gguf = tmp_path / "models" / "m.gguf"
+    gguf.parent.mkdir()
+    gguf.write_bytes(b"GGUF" + bytes(64))
+    real = AutoTokenizer.from_pretrained
+    conversions = []
+
+    def from_pretrained(location, *args, gguf_file=None, **kwargs):
+        if gguf_file is not None:
+            conversions.append((str(location), gguf_file))
+            return real(str(tiny))
+        return real(location, *args, **kwargs)
+
+    monkeypatch.setattr(AutoTokenizer, "from_pretrained", from_pretrained)
+    return gguf, conversions
+
+
+def _template_of(folder):
+    if (folder / "chat_template.jinja").is_file():
+        return (folder / "chat_template.jinja").read_text(encoding="utf-8")
+    return json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8")).get("chat_template")
+
+
+def test_the_tokenizer_is_converted_once_and_the_folder_links_the_gguf(fake_gguf, tmp_path):
+    gguf, conversions = fake_gguf
+    first = loading.prepare_gguf_folder(gguf, tmp_path / "a", chat_template=TEMPLATE)
+    assert conversions == [(str(gguf.parent.resolve()), "m.gguf")]
+    source = loading.resolve_model(str(gguf))
+    assert (loading.converted_tokenizer_folder(source) / "tokenizer_config.json").is_file()
+    assert _template_of(first) == TEMPLATE
+    assert (first / "m.gguf").is_symlink() and (first / "m.gguf").resolve() == gguf.resolve()
+
+    second = loading.prepare_gguf_folder(gguf, tmp_path / "b", chat_template="{{ messages[0]['content'] }}",
+                                         link_gguf=False)
+    assert len(conversions) == 1  # read from the cache
+    assert _template_of(second) == "{{ messages[0]['content'] }}" and not (second / "m.gguf").exists()
+    assert AutoTokenizer.from_pretrained(second)("AI: Sure")["input_ids"] == \
+        AutoTokenizer.from_pretrained(first)("AI: Sure")["input_ids"]
+
+
+def test_without_the_cache_every_preparation_converts(fake_gguf, tmp_path, monkeypatch):
+    gguf, conversions = fake_gguf
+    monkeypatch.setenv("APIBANK_GGUF_CACHE", "off")
+    loading.prepare_gguf_folder(gguf, tmp_path / "a")
+    loading.prepare_gguf_folder(gguf, tmp_path / "b")
+    assert len(conversions) == 2 and not (tmp_path / "cache").exists()
+
+
+def test_not_a_gguf_file_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="not a .gguf file"):
+        loading.prepare_gguf_folder(tmp_path, tmp_path / "out")
+
+
+def test_the_inspect_helper_prepares_its_tokenizer_through_the_model_layer(fake_gguf, tmp_path, monkeypatch):
+    gguf, conversions = fake_gguf
+    monkeypatch.setattr(loading, "packaged_gemma", lambda: gguf)
+    folder = local_model.prepare_tokenizer(tmp_path / "tok")
+    assert _template_of(folder) == local_model.PLAIN_TEMPLATE and not (folder / "m.gguf").exists()
+    assert len(conversions) == 1
+    command = local_model.inspect_command(folder)
+    assert f"model_path={gguf.parent}" in command and f"tokenizer_path={folder}" in command
