@@ -25,6 +25,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from apibank.errors import InputFileError, OutputError
 from apibank.files import atomic_write_text, atomic_writer, dumps_strict, json_line, json_safe
 from apibank.generate.backends import Backend, make_backend
 from apibank.generate.predictions import read_predictions, write_predictions
@@ -110,17 +111,27 @@ def score_records(
     *,
     protocols: Sequence[str] = PROTOCOLS,
     data_dir: str | os.PathLike[str] | None = None,
+    progress: bool = False,
 ) -> dict[str, Any]:
-    """Join predictions to rows on ``id`` and run the metric (rows without a prediction score as empty)."""
+    """Join predictions to rows on ``id`` and run the metric (rows without a prediction score as empty);
+    ``progress`` shows a bar of the judging steps on stderr."""
     from apibank.judge.scoring import score
 
     by_id = {record["id"]: record["prediction"] for record in records}
     unknown = set(by_id) - {row["id"] for row in rows}
     if unknown:
-        raise ValueError(f"{len(unknown)} predictions have ids that are not dataset rows, e.g. {sorted(unknown)[:3]}")
+        raise InputFileError(f"{len(unknown)} predictions have ids that are not dataset rows, e.g. {sorted(unknown)[:3]}")
     predictions = [by_id.get(row["id"], "") for row in rows]
     references = [row["reference"] for row in rows]
-    return score(predictions, references, protocols=tuple(protocols), return_details=True, data_dir=data_dir)
+    from tqdm.auto import tqdm
+
+    with tqdm(desc="score", unit="step", disable=not progress, dynamic_ncols=True, mininterval=0.5, leave=False) as bar:
+        def advance(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        return score(predictions, references, protocols=tuple(protocols), return_details=True, data_dir=data_dir,
+                     progress=advance if progress else None)
 
 
 def _revision(scores: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> str | None:
@@ -346,6 +357,7 @@ def score_file(
     model: str | None = None,
     dataset_id: str | None = None,
     leaderboard_protocol: str = "paper",
+    progress: bool = False,
 ) -> dict[str, Any]:
     """Score an existing predictions file against the rows of the levels its ids name.
 
@@ -357,14 +369,14 @@ def score_file(
     predictions = Path(predictions)
     records = read_predictions(predictions)
     if not records:
-        raise ValueError(f"{predictions}: no predictions")
+        raise InputFileError(f"{predictions}: no predictions")
     if output_dir is not None:
         _refuse_other_predictions(Path(output_dir), predictions, records)
     levels = sorted({level_of(record["id"]) for record in records})
     wanted = {record["id"] for record in records}
     level_rows = load_rows(levels, data_dir)
     rows = [row for row in level_rows if row["id"] in wanted]
-    scores = score_records(records, rows, protocols=protocols, data_dir=data_dir)
+    scores = score_records(records, rows, protocols=protocols, data_dir=data_dir, progress=progress)
     first = records[0]
     run = _evaluate_run(predictions)
     info = dict(run.get("model") or {})
@@ -403,7 +415,7 @@ def _refuse_other_predictions(output_dir: Path, predictions: Path, records: Sequ
     mine = {record["id"]: record["prediction"] for record in records}
     if {record["id"]: record["prediction"] for record in theirs} != mine:
         models = sorted({str(record.get("model")) for record in theirs})
-        raise ValueError(
+        raise OutputError(
             f"{output_dir} holds other predictions ({existing}, model {', '.join(models)}); its results, "
             f"details and report belong to them: choose another --output"
         )

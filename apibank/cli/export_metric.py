@@ -1,20 +1,21 @@
 """``apibank export-metric``: write the metric's Hub layout (a Space, as evaluate metrics are).
 
-    apibank export-metric --out OUT [--push-to NAMESPACE/apibank] [--private]
+    apibank export-metric --output OUT [--push-to-hub NAMESPACE/apibank] [--private]
 
 writes ``OUT/apibank/`` with ``apibank.py`` (the metric module), ``README.md`` (the metric card),
 ``requirements.txt`` and ``app.py`` (evaluate's Gradio widget). Then ``evaluate.load(OUT + "/apibank")``,
-or ``evaluate.load("apibank")`` from ``OUT``; after ``--push-to``, ``evaluate.load("NAMESPACE/apibank")``.
+or ``evaluate.load("apibank")`` from ``OUT``; after ``--push-to-hub``, ``evaluate.load("NAMESPACE/apibank")``.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
-import sys
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from apibank.errors import UserError
 
 METRIC_NAME = "apibank"
 METRIC_MODULE = "apibank_metric"
@@ -31,8 +32,11 @@ launch_gradio_widget(module)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", required=True, help="folder to write apibank/ into")
-    parser.add_argument("--push-to", metavar="REPO_ID", help="also upload apibank/ as this Hub Space")
+    from apibank.cli.flags import add_flag, add_output
+
+    add_output(parser, "folder to write apibank/ into (required)")
+    add_flag(parser, "--push-to-hub", "--push-to", dest="push_to", metavar="REPO_ID",
+             help="also upload apibank/ as this Hub Space")
     parser.add_argument("--private", action="store_true", help="create the Hub Space as private")
 
 
@@ -49,7 +53,7 @@ def export_metric(out: str | Path) -> Path:
 
     spec = importlib.util.find_spec(METRIC_MODULE)
     if spec is None or spec.origin is None:
-        raise FileNotFoundError(f"the module {METRIC_MODULE} is not installed; install the apibank package")
+        raise UserError(f"the module {METRIC_MODULE} is not installed; install the apibank package")
     folder = Path(out) / METRIC_NAME
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{METRIC_NAME}.py").write_text(Path(spec.origin).read_text("utf-8"), "utf-8")
@@ -73,11 +77,9 @@ def push_metric(folder: str | Path, repo_id: str, *, private: bool = False, api:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        folder = export_metric(args.out)
-    except FileNotFoundError as error:
-        print(f"apibank export-metric: {error}", file=sys.stderr)
-        return 1
+    from apibank.cli.folders import check_writable
+
+    folder = export_metric(check_writable(args.output))
     print(f"wrote {folder}: evaluate.load({str(folder)!r})")
     if args.push_to:
         print(f"pushed: {push_metric(folder, args.push_to, private=args.private)}")

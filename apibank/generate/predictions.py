@@ -11,17 +11,18 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
+from apibank.errors import InputFileError, OutputError
 from apibank.files import atomic_writer, json_line
 
 # What must agree between the lines already on disk and a resumed run.
 RUN_KEYS = ("format", "decoding", "model")
 
 
-class ResumeMismatch(ValueError):
-    pass
+class ResumeMismatch(OutputError, ValueError):
+    """Predictions already in the output folder that another run (model, format, decoding) wrote."""
 
 
-class PredictionsFileError(ValueError):
+class PredictionsFileError(InputFileError):
     """A predictions file that cannot be read as one record per row (names the file and the lines)."""
 
 

@@ -31,6 +31,7 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
+from apibank.errors import UserError
 from apibank.files import atomic_write_text
 from apibank.report.table import LEVELS, PROTOCOL_ORDER
 
@@ -99,7 +100,7 @@ class ResultSource:
     user: str | None = None
 
 
-class SubsetRun(ValueError):
+class SubsetRun(UserError, ValueError):
     """Results of a subset of the benchmark, which must never appear under the official task ids."""
 
 

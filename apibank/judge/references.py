@@ -14,6 +14,8 @@ from typing import Any, Mapping, Sequence
 
 from apibank_tools.registry import toolset
 
+from apibank.errors import InputFileError
+
 REFERENCE_VERSION = 1
 # The largest reference of the dataset has 3,952 characters.
 MAX_REFERENCE_CHARS = 1_000_000
@@ -22,7 +24,7 @@ MAX_NODES = 100_000
 MAX_ID_CHARS = 1_000
 
 
-class ReferenceError(ValueError):
+class ReferenceError(InputFileError):
     """The references are not apibank dataset ``reference`` fields (names the row and the field)."""
 
 

@@ -70,7 +70,7 @@ import copy
 import math
 import os
 from collections import Counter, defaultdict
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from apibank_tools.environment import pristine_data
 from apibank_tools.retrieval import found_tool
@@ -223,6 +223,7 @@ def _run_judge(
     timeout: float | None,
     memory_mb: float | None,
     stats: RunStats | None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[dict[str, dict[int, Verdict]], dict[str, Record | None]]:
     """Every protocol's verdicts, and the executed ToolSearcher gold calls, judged in one bounded worker."""
     steps: list[Step] = []
@@ -241,6 +242,7 @@ def _run_judge(
     results = run_steps(
         steps, _handler(judge), timeout=timeout, memory_mb=memory_mb, after_fork=after_fork,
         finish=retriever.new_entries, merge=retriever.merge, measure=stats is not None, stats=stats,
+        progress=progress,
     )
     verdicts: dict[str, dict[int, Verdict]] = {protocol: {} for protocol in protocols}
     gold: dict[str, Record | None] = {}
@@ -395,6 +397,7 @@ def score(
     retriever: Any = None,
     timeout: float | None = 2.0,
     memory_mb: float | None = DEFAULT_MEMORY_MB,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Score ``predictions`` (generated texts) against dataset ``references``; see the module docstring.
 
@@ -404,10 +407,10 @@ def score(
     ``timeout`` is each sample's deadline in seconds (None or ``inf``: none), enforced by killing the
     worker, and ``memory_mb`` caps the worker's memory above the caller's (None: no cap). A sample
     that overruns either is judged ``TIMEOUT`` or ``MEMORY_LIMIT``. The caller's signals and timers
-    are not touched.
+    are not touched. ``progress`` is called with (judging steps done, steps in all) as they finish.
     """
     return _score(predictions, references, protocols=protocols, return_details=return_details, data_dir=data_dir,
-                  retriever=retriever, timeout=timeout, memory_mb=memory_mb)
+                  retriever=retriever, timeout=timeout, memory_mb=memory_mb, progress=progress)
 
 
 def _score(
@@ -421,6 +424,7 @@ def _score(
     timeout: float | None,
     memory_mb: float | None,
     stats: RunStats | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     protocols = tuple(protocols)
     unknown = [p for p in protocols if p not in PROTOCOLS]
@@ -455,7 +459,7 @@ def _score(
         if _needs_retriever(api_items):
             judge.prepare(reference["toolset"] for _, _, reference in api_items)
         judge.prepare_recordings(_recorded_tools(api_items))
-        per_protocol, gold = _run_judge(judge, api_items, parsed, protocols, timeout, memory_mb, stats)
+        per_protocol, gold = _run_judge(judge, api_items, parsed, protocols, timeout, memory_mb, stats, progress)
 
     output: dict[str, Any] = {}
     for protocol in protocols:
