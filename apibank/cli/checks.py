@@ -218,7 +218,12 @@ def check_resume(output: Path, *, fmt: str, model: str) -> int:
                 f"{path} holds predictions with {key}={record.get(key)!r}, but this run has {key}={value!r}; "
                 "give another --output, or --overwrite to discard them"
             )
-    return sum(1 for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip())
+    from apibank.generate.predictions import PredictionsFileError, read_predictions
+
+    try:
+        return len(read_predictions(path, allow_torn_tail=True))  # what the run keeps: a torn last line is not
+    except PredictionsFileError:
+        return 0  # the run itself reports a damaged file precisely
 
 
 # ---------------------------------------------------------------------------------- endpoint

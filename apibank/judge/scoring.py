@@ -70,7 +70,7 @@ import copy
 import math
 import os
 from collections import Counter, defaultdict
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import AbstractSet, Any, Callable, Iterable, Mapping, Sequence
 
 from apibank_tools.environment import pristine_data
 from apibank_tools.retrieval import found_tool
@@ -149,6 +149,22 @@ def _group_key(reference: Mapping[str, Any]) -> tuple[Any, ...]:
     if reference["level"] == 3:
         return (3, reference["file"], reference["sample_id"], reference["turn"])
     return (reference["level"], reference["file"], reference["turn"])
+
+
+def _refuse_conflicting_duplicates(parsed: list[dict[str, Any]]) -> None:
+    """Samples the paper protocol judges against one shared gold record must have the same gold call:
+    two that share (level, file, turn) but differ are not duplicates of one sample."""
+    first: dict[tuple[Any, ...], int] = {}
+    for index, reference in enumerate(parsed):
+        if reference["kind"] != "api":
+            continue
+        earlier = first.setdefault(_group_key(reference), index)
+        if earlier != index and parsed[earlier]["gold"] != reference["gold"]:
+            raise ReferenceError(
+                f"references[{earlier}] and references[{index}] share level, file and turn "
+                f"({', '.join(map(str, _group_key(reference)))}) but have different gold calls; pass each "
+                "dataset row's own `reference` field unchanged"
+            )
 
 
 def _paper_steps(items: list[tuple[int, str, dict[str, Any]]]) -> list[Step]:
@@ -426,7 +442,9 @@ def _score(
     stats: RunStats | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
-    protocols = tuple(protocols)
+    # a set has no order: take the protocols in their usual order, so the details come out the same every run
+    protocols = tuple(sorted(protocols, key=list(PROTOCOLS).index) if isinstance(protocols, AbstractSet)
+                      and set(protocols) <= set(PROTOCOLS) else protocols)
     unknown = [p for p in protocols if p not in PROTOCOLS]
     if unknown or not protocols:
         raise ValueError(f"unknown protocols {unknown}; choose from {sorted(PROTOCOLS)}")
@@ -444,6 +462,7 @@ def _score(
         raise ValueError("references must be a list of `reference` fields, not a single one")
     parsed = parse_references(list(references))
     texts = _check_predictions(predictions, len(parsed))
+    _refuse_conflicting_duplicates(parsed)
     revisions = sorted({str(r.get("revision")) for r in parsed})
     if len(revisions) > 1:
         raise ReferenceError(f"references come from different dataset revisions: {revisions}")

@@ -328,7 +328,7 @@ def _collect(receiver: Any, process: Any, steps: Sequence[Step], position: int, 
     group_state = state
     while True:
         if position < len(steps):
-            if not receiver.poll(timeout):
+            if not _poll(receiver, timeout):
                 results[position] = Overrun(TIMEOUT, f"the sample exceeded its time limit of {timeout} s")
                 if progress is not None:
                     progress(position + 1, len(steps))
@@ -362,6 +362,24 @@ def _collect(receiver: Any, process: Any, steps: Sequence[Step], position: int, 
         position = index + 1
         if progress is not None:
             progress(position, len(steps))
+
+
+# The longest single wait: poll() counts milliseconds in a C integer, so a longer deadline (any positive
+# timeout is valid) is waited for in pieces.
+LONGEST_POLL_S = 86400.0
+
+
+def _poll(receiver: Any, timeout: float | None) -> bool:
+    """Whether the child reported within ``timeout`` seconds (None: waits as long as it takes)."""
+    if timeout is None:
+        return receiver.poll(None)
+    ends = time.monotonic() + timeout
+    while True:
+        left = ends - time.monotonic()
+        if receiver.poll(max(0.0, min(left, LONGEST_POLL_S))):
+            return True
+        if left <= LONGEST_POLL_S:
+            return False
 
 
 def _state_after(steps: Sequence[Step], position: int, state: Any) -> Any:
