@@ -179,7 +179,7 @@ def test_score_keeps_the_evaluate_runs_metadata(tiny_backend, data_dir, tmp_path
     report = (out / "report.md").read_text()
     assert "## Usage" in report and "generated tokens" in report
 
-    assert apibank_cli.main(["score", str(out / "predictions.jsonl"), "--data-dir", str(data_dir)]) == 0
+    assert apibank_cli.main(["score", str(out / "predictions.jsonl"), "--data-dir", str(data_dir), "--overwrite"]) == 0
     printed = capsys.readouterr().out
     again = json.loads((out / "results.json").read_text())
     for key in ("limit", "batch_size", "decoding", "format", "subset"):

@@ -33,11 +33,10 @@ def check_data_dir(data_dir: str | os.PathLike[str] | None, levels: Iterable[str
     missing = [path for path in needed if not (folder / path).is_file()]
     if not missing:
         return
-    example = min(missing, key=len)
     if len(missing) == len(needed):
-        what = f"not the API-Bank data folder (none of the {len(needed)} files needed is there, e.g. {example})"
+        what = f"not the API-Bank data folder (none of the {len(needed)} files needed is there)"
     else:
-        what = f"lacks {len(missing)} of the {len(needed)} API-Bank files needed (e.g. {example})"
+        what = f"lacks {len(missing)} of the {len(needed)} API-Bank files needed"
     raise DataFolderError(
         f"{name} {given}: {what}; give the upstream api-bank folder, or omit {name} to download it"
     ).with_details([f"{path} (source: {manifest().url(path)})" for path in missing])
