@@ -335,7 +335,7 @@ def evaluate(
         template = engine.template_info() if hasattr(engine, "template_info") else None
     finally:
         engine.close()
-    scores = score_records(records, rows, protocols=protocols, data_dir=data_dir)
+    scores = score_records(records, rows, protocols=protocols, data_dir=data_dir, progress=progress)
     results = build_results(
         scores, rows, model_info=info, fmt=fmt, decoding=settings.as_dict(), batch_size=batch_size, limit=limit,
         icl=icl, dataset_id=dataset_id, usage=usage_totals(records, price_per_mtok=price, wall_seconds=wall),

@@ -208,6 +208,10 @@ def test_progress_bars_go_to_a_terminals_stderr_and_leave_json_output_alone(pred
                  "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["scores"]
     assert "score" in terminal.getvalue().replace("agent level-3", "")
+    assert main(["evaluate", "--model", "oracle", "--levels", "3", "--data-dir", str(data_dir), "--output",
+                 str(tmp_path / "e"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["scores"]
+    assert "generate (oracle)" in terminal.getvalue() and "written to" in terminal.getvalue()
     quiet = io.StringIO()
     quiet.isatty = lambda: True
     monkeypatch.setattr(sys, "stderr", quiet)

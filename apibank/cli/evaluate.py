@@ -217,10 +217,12 @@ def run(args: argparse.Namespace) -> int:
               "Run the same command again to resume where it stopped.", file=sys.stderr)
         return 130
     print(json.dumps(results, indent=2, default=str) if args.json else results_table(results))
-    print(f"\nwritten to {output}/ (results.json, predictions.jsonl, details.jsonl, report.md, leaderboard/)")
+    said = sys.stderr if args.json else sys.stdout  # --json: stdout holds the JSON alone
+    print(f"\nwritten to {output}/ (results.json, predictions.jsonl, details.jsonl, report.md, leaderboard/)",
+          file=said)
     note = leaderboard_note(results, args.dataset_id)
     if note:
-        print(f"note: {note}")
+        print(f"note: {note}", file=said)
     if repo:
         from apibank.hub.details import publish
 
