@@ -35,7 +35,7 @@ MAX_LINE = 300
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="apibank", description="API-Bank tool-use benchmark")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action=_Version, help="print the version and exit")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_name, help_text) in SUBCOMMANDS.items():
@@ -47,10 +47,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _version() -> str:
-    from apibank.pipeline import package_version
+class _Version(argparse.Action):
+    """``--version``, looked up only when asked for (so other commands import nothing for it)."""
 
-    return package_version()
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        from apibank.pipeline import package_version
+
+        print(f"{parser.prog} {package_version()}")
+        parser.exit()
 
 
 def user_errors() -> tuple[type[BaseException], ...]:
