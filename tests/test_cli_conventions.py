@@ -209,7 +209,7 @@ def test_progress_bars_go_to_a_terminals_stderr_and_leave_json_output_alone(pred
     assert json.loads(capsys.readouterr().out)["scores"]
     assert "score" in terminal.getvalue().replace("agent level-3", "")
     assert main(["evaluate", "--model", "oracle", "--levels", "3", "--data-dir", str(data_dir), "--output",
-                 str(tmp_path / "e"), "--json"]) == 0
+                 str(tmp_path / "e"), "--json"]) == 0, terminal.getvalue()[-1000:]
     assert json.loads(capsys.readouterr().out)["scores"]
     assert "generate (oracle)" in terminal.getvalue() and "written to" in terminal.getvalue()
     quiet = io.StringIO()

@@ -42,8 +42,9 @@ def no_model_load(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("a model was loaded before the arguments were checked")
 
-    monkeypatch.setattr(backends, "make_backend", refuse)
+    # pipeline first: imported while the other is patched, it would keep `refuse` after the test
     monkeypatch.setattr("apibank.pipeline.make_backend", refuse)
+    monkeypatch.setattr(backends, "make_backend", refuse)
 
 
 MISTAKES = {

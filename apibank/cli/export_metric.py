@@ -15,6 +15,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from apibank.cli.flags import add_flag, add_output
 from apibank.errors import UserError
 
 METRIC_NAME = "apibank"
@@ -32,8 +33,6 @@ launch_gradio_widget(module)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from apibank.cli.flags import add_flag, add_output
-
     add_output(parser, "folder to write apibank/ into (required)")
     add_flag(parser, "--push-to-hub", "--push-to", dest="push_to", metavar="REPO_ID",
              help="also upload apibank/ as this Hub Space")
