@@ -18,7 +18,7 @@ datasets 4+ no longer runs loading scripts, so use the class directly::
     builder.download_and_prepare()
     rows = builder.as_dataset(split="test")
 
-or export a script-free repository with ``apibank export-dataset --data-dir DIR --out OUT`` and
+or export a script-free repository with ``apibank export-dataset --data-dir DIR --output OUT`` and
 ``datasets.load_dataset(OUT, "level-1", split="test")``.
 """
 

@@ -99,7 +99,8 @@ class Apibank(evaluate.Metric):
             timeout=timeout,
             data_dir=data_dir,
         )
-        for protocol in protocols:
+        scored = list(results["protocols"])  # in order, whatever collection `protocols` was
+        for protocol in scored:
             results[f"{protocol}_api_accuracy"] = results[protocol]["overall"]["api"]["accuracy"]
-        results["rouge_l"] = results[protocols[0]]["overall"]["response"]["rouge_l"]
+        results["rouge_l"] = results[scored[0]]["overall"]["response"]["rouge_l"]
         return results

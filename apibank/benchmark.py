@@ -9,6 +9,8 @@ data module, so argument parsers can use it at start-up.
 
 from __future__ import annotations
 
+from typing import Iterable
+
 from apibank_tools.data import DATA_DIR_ENV
 
 BENCHMARK_NAME = "API-Bank"
@@ -73,9 +75,24 @@ CITATION = """\
 }
 """
 
+def normalise_levels(levels: Iterable[str | int] | None) -> list[str]:
+    """Levels given as ``1`` or ``level-1`` (duplicates dropped, order kept) as ``level-N`` names;
+    all levels when none are given. ValueError names an unknown level."""
+    if not levels:
+        return list(LEVELS)
+    names: list[str] = []
+    for level in levels:
+        name = f"level-{level}" if str(level).isdigit() else str(level)
+        if name not in LEVELS:
+            raise ValueError(f"unknown level {level!r}; expected one of {LEVELS} (or 1, 2, 3)")
+        if name not in names:
+            names.append(name)
+    return names
+
+
 __all__ = [
     "BENCHMARK_NAME", "CACHE_ENV", "CITATION", "DATA_DIR_ENV", "DEFAULT_FORMAT", "DEFAULT_PROTOCOL",
     "DEFAULT_SETTING", "EPISODE_COUNTS", "FORMATS", "FULL_COUNTS", "GGUF_CACHE_ENV", "HOMEPAGE",
-    "JUDGE_MEMORY_MB", "JUDGE_TIMEOUT_S", "LEVELS", "LEVEL_NUMBERS", "PROTOCOL_DESCRIPTIONS", "PROTOCOLS", "SEARCHER", "SETTINGS",
+    "JUDGE_MEMORY_MB", "JUDGE_TIMEOUT_S", "LEVELS", "LEVEL_NUMBERS", "normalise_levels", "PROTOCOL_DESCRIPTIONS", "PROTOCOLS", "SEARCHER", "SETTINGS",
     "TEMPLATE_MODES", "TOOLSETS", "UPSTREAM_URL_ENV",
 ]

@@ -42,8 +42,9 @@ def no_model_load(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("a model was loaded before the arguments were checked")
 
-    monkeypatch.setattr(backends, "make_backend", refuse)
+    # pipeline first: imported while the other is patched, it would keep `refuse` after the test
     monkeypatch.setattr("apibank.pipeline.classic.make_backend", refuse)
+    monkeypatch.setattr(backends, "make_backend", refuse)
 
 
 MISTAKES = {
@@ -87,7 +88,7 @@ def test_mistakes_end_in_one_line_and_status_2_before_loading(mistake, tmp_path,
     output = tmp_path / "out"
     if "--output" not in argv:
         argv += ["--output", str(output)]
-    status, err = _run(capsys, *argv, "--no-progress")
+    status, err = _run(capsys, *argv, "--quiet")
     assert status == 2, err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("apibank evaluate: error: "), err

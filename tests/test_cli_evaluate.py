@@ -57,7 +57,7 @@ def _check_outputs(out, leaderboard=False):
 def test_oracle_prints_the_gold_ceilings(data_dir, tmp_path, capsys):
     out = tmp_path / "oracle"
     assert apibank_cli.main(["evaluate", "--model", "oracle", "--data-dir", str(data_dir), "--output", str(out),
-                             "--dataset-id", DATASET_ID, "--no-progress"]) == 0
+                             "--dataset-id", DATASET_ID, "--quiet"]) == 0
     printed = capsys.readouterr().out
     results = _check_outputs(out, leaderboard=True)
     assert results["counts"] == {"level-1": {"api": 399, "response": 375}, "level-2": {"api": 135, "response": 103},
@@ -91,7 +91,7 @@ def test_tiny_model_every_level(tiny_model, data_dir, tmp_path, capsys, fmt):
     argv = ["evaluate", "--model", str(tiny_model), "--format", fmt, "--limit", "1", "--allow-subset",
             "--dataset-id", DATASET_ID, "--max-new-tokens", "4",
             "--batch-size", "4", "--dtype", "float32", "--device", "cpu", "--data-dir", str(data_dir),
-            "--output", str(out), "--no-progress"]
+            "--output", str(out), "--quiet"]
     assert apibank_cli.main(argv) == 0
     printed = capsys.readouterr().out
     results = _check_outputs(out)
@@ -117,7 +117,7 @@ def test_interrupted_evaluate_resumes(tiny_model, data_dir, tmp_path, monkeypatc
     argv = ["evaluate", "--model", str(tiny_model), "--format", "chat", "--levels", "1", "3", "--limit", "1",
             "--allow-subset",
             "--max-new-tokens", "4", "--batch-size", "2", "--dtype", "float32", "--device", "cpu",
-            "--data-dir", str(data_dir), "--output", str(out), "--no-progress"]
+            "--data-dir", str(data_dir), "--output", str(out), "--quiet"]
     real_generate = TransformersBackend.generate
     calls = []
 

@@ -7,6 +7,7 @@ import http.server
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -195,14 +196,14 @@ def test_corrupted_download_is_a_clear_error_and_not_cached(data_dir, upstream_s
 # ------------------------------------------------------------------------------------ export
 @pytest.fixture(scope="module")
 def exported(data_dir, tmp_path_factory):
-    """`apibank export-dataset --data-dir DIR --out OUT`, run exactly so, as a console script."""
+    """`apibank export-dataset --data-dir DIR --output OUT`, run exactly so, as a console script."""
     out = tmp_path_factory.mktemp("export") / "apibank"
     env = dict(os.environ, HF_DATASETS_CACHE=str(tmp_path_factory.mktemp("export-cache")))
     env.pop(DATA_DIR_ENV, None)
     script = Path(sys.executable).with_name("apibank")
     command = [str(script)] if script.exists() else [sys.executable, "-m", "apibank_cli"]
     result = subprocess.run(
-        [*command, "export-dataset", "--data-dir", str(data_dir), "--out", str(out)],
+        [*command, "export-dataset", "--data-dir", str(data_dir), "--output", str(out)],
         capture_output=True, text=True, env=env, cwd=str(ROOT), timeout=300,
     )
     assert result.returncode == 0, result.stderr
@@ -280,7 +281,7 @@ def test_export_push_target_must_be_a_hub_id(tmp_path, capsys):
     import apibank_cli
 
     with pytest.raises(SystemExit):
-        apibank_cli.main(["export-dataset", "--out", str(tmp_path / "out"), "--push-to-hub", "no-namespace"])
+        apibank_cli.main(["export-dataset", "--output", str(tmp_path / "out"), "--push-to-hub", "no-namespace"])
     assert "not a Hub id" in capsys.readouterr().err and not (tmp_path / "out").exists()
 
 
@@ -288,11 +289,12 @@ def test_export_with_explicit_missing_levels_fails(data_dir, tmp_path, capsys):
     import apibank_cli
 
     status = apibank_cli.main([
-        "export-dataset", "--data-dir", str(data_dir), "--out", str(tmp_path / "out"),
+        "export-dataset", "--data-dir", str(data_dir), "--output", str(tmp_path / "out"),
         "--cache-dir", str(tmp_path / "cache"), "--training-levels", "1,2,3",
     ])
-    assert status == 1
+    assert status == 2  # a user error: one line, status 2
     assert not (tmp_path / "out").exists()  # checked before anything is written
     error = capsys.readouterr().err
+    listing = Path(re.search(r"listed in (\S+)\)$", error.strip()).group(1)).read_text()
     for path in required_files(TRAINING_CONFIG, (1, 2)):
-        assert path in error and manifest().url(path) in error
+        assert path in listing and manifest().url(path) in listing

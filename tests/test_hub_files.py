@@ -219,7 +219,7 @@ def hub(monkeypatch, tmp_path):
 )
 def test_evaluate_refuses_before_any_work(data_dir, tmp_path, extra, message, capsys):
     status = apibank_cli.main(["evaluate", "--model", "oracle", "--data-dir", str(data_dir), "--output",
-                               str(tmp_path / "out"), "--no-progress", *extra])
+                               str(tmp_path / "out"), "--quiet", *extra])
     error = capsys.readouterr().err
     assert status == 2 and message in error and len(error.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
@@ -236,7 +236,7 @@ def test_evaluate_rejects_ids_that_are_not_hub_ids(data_dir, tmp_path, flag, cap
 def test_subset_run_without_allow_subset_runs_warns_and_writes_no_model_files(data_dir, tmp_path, capsys):
     out = tmp_path / "subset"
     assert apibank_cli.main(["evaluate", "--model", "oracle", "--data-dir", str(data_dir), "--output", str(out),
-                             "--levels", "1", "--limit", "3", "--dataset-id", DATASET, "--no-progress"]) == 0
+                             "--levels", "1", "--limit", "3", "--dataset-id", DATASET, "--quiet"]) == 0
     captured = capsys.readouterr()
     assert "never written or pushed under the official task ids" in captured.err
     assert json.loads((out / "results.json").read_text())["subset"] is True
@@ -247,7 +247,7 @@ def test_subset_run_with_allow_subset_writes_no_model_files(data_dir, tmp_path, 
     out = tmp_path / "subset"
     assert apibank_cli.main(["evaluate", "--model", "oracle", "--data-dir", str(data_dir), "--output", str(out),
                              "--levels", "1", "--limit", "3", "--allow-subset", "--dataset-id", DATASET,
-                             "--no-progress"]) == 0
+                             "--quiet"]) == 0
     assert "never written under the official task ids" in capsys.readouterr().out
     assert (out / "leaderboard/dataset/eval.yaml").is_file() and not (out / "leaderboard/model").exists()
 
@@ -261,7 +261,7 @@ def test_push_uploads_details_and_links_them(data_dir, tmp_path, hub, capsys):
     out = tmp_path / "pushed"
     assert apibank_cli.main(["evaluate", "--model", "oracle", "--levels", "3", "--data-dir", str(data_dir),
                              "--output", str(out), "--dataset-id", DATASET, "--push-to-hub", "org/model",
-                             "--push-eval-yaml", DATASET, "--no-progress"]) == 0
+                             "--push-eval-yaml", DATASET, "--quiet"]) == 0
     printed = capsys.readouterr().out
     details_url = f"{hub.endpoint}/datasets/org/model-apibank-details"
     assert f"per-sample details: {details_url}" in printed
@@ -314,7 +314,7 @@ def test_push_to_a_model_without_card_and_unknown_benchmark_revision(data_dir, t
     out = tmp_path / "new"
     assert apibank_cli.main(["evaluate", "--model", "oracle", "--levels", "3", "--data-dir", str(data_dir),
                              "--output", str(out), "--dataset-id", DATASET, "--push-to-hub", "org/new",
-                             "--details-repo", "org/new-traces", "--no-progress"]) == 0
+                             "--details-repo", "org/new-traces", "--quiet"]) == 0
     assert "benchmark dataset revision: unknown" in capsys.readouterr().out
     pr_files = hub.repos[("model", "org/new")].pull_requests[0]["files"]
     card = ModelCard(pr_files["README.md"].decode())
@@ -327,7 +327,7 @@ def test_push_to_a_model_without_card_and_unknown_benchmark_revision(data_dir, t
 def test_details_rows_join_predictions_and_verdicts(data_dir, tmp_path):
     out = tmp_path / "run"
     assert apibank_cli.main(["evaluate", "--model", "oracle", "--levels", "2", "--data-dir", str(data_dir),
-                             "--output", str(out), "--no-progress"]) == 0
+                             "--output", str(out), "--quiet"]) == 0
     rows = details_rows(out)
     assert set(rows) == {"paper", "corrected"} and len(rows["paper"]) == 238
     assert sum(bool(r["verdict"]) for r in rows["paper"] if r["kind"] == "api") == 94

@@ -49,7 +49,7 @@ def test_load_from_the_script_path(sample_rows):
 
 
 def test_export_then_load_from_the_folder_and_from_its_parent(tmp_path, sample_rows, monkeypatch):
-    assert apibank_cli.main(["export-metric", "--out", str(tmp_path)]) == 0
+    assert apibank_cli.main(["export-metric", "--output", str(tmp_path)]) == 0
     folder = tmp_path / "apibank"
     assert sorted(p.name for p in folder.iterdir()) == ["README.md", "apibank.py", "app.py", "requirements.txt"]
     card = (folder / "README.md").read_text("utf-8")
@@ -165,7 +165,7 @@ def test_load_after_pushing_from_a_hub_stand_in(tmp_path, sample_rows, monkeypat
 
     import evaluate.config
 
-    assert apibank_cli.main(["export-metric", "--out", str(tmp_path / "export")]) == 0
+    assert apibank_cli.main(["export-metric", "--output", str(tmp_path / "export")]) == 0
     folder = tmp_path / "export" / "apibank"
     prefix = "/spaces/someone/apibank/resolve/"
     served = []

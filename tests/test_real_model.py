@@ -43,7 +43,7 @@ def cli_run(gemma_gguf, data_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("paper") / "run"
     argv = ["evaluate", "--model", str(gemma_gguf), "--format", "paper", "--levels", "level-1", "level-2", "level-3",
             "--limit", "1", "--max-new-tokens", str(CAP), "--batch-size", "6", "--data-dir", str(data_dir),
-            "--output", str(out), "--no-progress"]
+            "--output", str(out), "--quiet"]
     assert apibank_cli.main(argv) == 0
     return out
 

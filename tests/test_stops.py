@@ -235,7 +235,7 @@ def test_score_keeps_the_evaluate_runs_metadata(tiny_backend, data_dir, tmp_path
     argv = ["evaluate", "--model", model, "--format", "paper", "--levels", "1", "--limit", "1",
             "--max-new-tokens", "3", "--batch-size", "2", "--dtype", "float32", "--device", "cpu",
             "--chat-template", "off", "--price-per-mtok", "0.1,0.4", "--data-dir", str(data_dir),
-            "--output", str(out), "--no-progress"]
+            "--output", str(out), "--quiet"]
     assert apibank_cli.main(argv) == 0
     assert "usage: 2 samples" in capsys.readouterr().out
     run = json.loads((out / "results.json").read_text())
@@ -252,7 +252,7 @@ def test_score_keeps_the_evaluate_runs_metadata(tiny_backend, data_dir, tmp_path
     report = (out / "report.md").read_text()
     assert "## Usage" in report and "generated tokens" in report
 
-    assert apibank_cli.main(["score", str(out / "predictions.jsonl"), "--data-dir", str(data_dir)]) == 0
+    assert apibank_cli.main(["score", str(out / "predictions.jsonl"), "--data-dir", str(data_dir), "--overwrite"]) == 0
     printed = capsys.readouterr().out
     again = json.loads((out / "results.json").read_text())
     for key in ("limit", "batch_size", "decoding", "format", "subset"):

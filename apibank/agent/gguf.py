@@ -48,6 +48,10 @@ def prepare_folder(out: str | os.PathLike[str], gguf: str | os.PathLike[str] | N
 
 
 if __name__ == "__main__":
-    if len(sys.argv) not in (2, 3):
-        raise SystemExit("usage: python -m apibank.agent.gguf OUT [GGUF]")
-    print(prepare_folder(sys.argv[1], sys.argv[2] if len(sys.argv) == 3 else None))
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m apibank.agent.gguf")
+    parser.add_argument("out", help="folder to prepare")
+    parser.add_argument("gguf", nargs="?", default=None, help="GGUF file (default: the packaged Gemma 3 270M)")
+    arguments = parser.parse_args()
+    print(prepare_folder(arguments.out, arguments.gguf))

@@ -9,9 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-
-class UsageError(Exception):
-    """A mistake the user can fix; the message says what is wrong and what to do."""
+from apibank.errors import OutputError, UsageError
 
 
 # ------------------------------------------------------------------------------------ models
@@ -186,16 +184,16 @@ def has_chat_template(where: dict[str, Any], revision: str | None) -> bool | Non
 def check_output(output: Path) -> None:
     """The output folder can be written (without creating it)."""
     if output.exists() and not output.is_dir():
-        raise UsageError(f"--output {output}: a file, not a folder; give a folder")
+        raise OutputError(f"--output {output}: a file, not a folder; give a folder")
     existing = output
     while not existing.exists():
         if existing.parent == existing:
             break
         existing = existing.parent
     if not existing.is_dir():
-        raise UsageError(f"--output {output}: {existing} is a file, so the folder cannot be created")
+        raise OutputError(f"--output {output}: {existing} is a file, so the folder cannot be created")
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise UsageError(f"--output {output}: {existing} is not writable; give another --output")
+        raise OutputError(f"--output {output}: {existing} is not writable; give another --output")
 
 
 def check_resume(output: Path, *, fmt: str, model: str) -> int:
@@ -218,7 +216,12 @@ def check_resume(output: Path, *, fmt: str, model: str) -> int:
                 f"{path} holds predictions with {key}={record.get(key)!r}, but this run has {key}={value!r}; "
                 "give another --output, or --overwrite to discard them"
             )
-    return sum(1 for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip())
+    from apibank.generate.predictions import PredictionsFileError, read_predictions
+
+    try:
+        return len(read_predictions(path, allow_torn_tail=True))  # what the run keeps: a torn last line is not
+    except PredictionsFileError:
+        return 0  # the run itself reports a damaged file precisely
 
 
 # ---------------------------------------------------------------------------------- endpoint

@@ -13,13 +13,13 @@ from pathlib import Path
 from apibank.benchmark import DEFAULT_PROTOCOL, FORMATS, PROTOCOLS, TEMPLATE_MODES
 from apibank.cli.checks import UsageError
 from apibank.generate.backends import BACKENDS
+from apibank.cli.flags import add_levels, add_output, add_overwrite, add_quiet, checked_levels, show_progress
 
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="Hub model id, local path, endpoint model name, or 'oracle'")
-    parser.add_argument("--levels", nargs="+", default=None, metavar="LEVEL",
-                        help="levels to run: 1 2 3 or level-1 ... (default: all)")
+    add_levels(parser, "levels to run (default: all)")
     parser.add_argument("--format", dest="fmt", choices=FORMATS, default=None,
                         help="prompt format (default: chat; paper for --model oracle)")
     parser.add_argument("--backend", choices=BACKENDS, default="transformers")
@@ -29,9 +29,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "official task ids and pushes are refused)")
     parser.add_argument("--allow-subset", action="store_true",
                         help="acknowledge that a --limit run is a subset (silences the warning)")
-    parser.add_argument("--output", default=None, help="output folder (default: apibank-results/<model>-<format>)")
+    add_output(parser, "output folder (default: apibank-results/<model>-<format>)")
     parser.add_argument("--data-dir", default=None, help="local copy of the upstream API-Bank folder (default: download)")
-    parser.add_argument("--overwrite", action="store_true", help="discard earlier predictions instead of resuming")
+    add_overwrite(parser, "discard earlier predictions instead of resuming")
     gen = parser.add_argument_group("generation")
     gen.add_argument("--batch-size", type=int, default=8)
     gen.add_argument("--max-new-tokens", type=int, default=None,
@@ -77,7 +77,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     out.add_argument("--push-eval-yaml", type=hub_id("--push-eval-yaml"), default=None, metavar="DATASET_REPO",
                      help="with --push-to-hub: also open a pull request adding eval.yaml to this dataset repository")
     out.add_argument("--json", action="store_true", help="print results.json instead of the table")
-    out.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_quiet(out)
 
 
 def hub_id(flag: str):
@@ -147,12 +147,9 @@ def check_arguments(args: argparse.Namespace, fmt: str, output: Path) -> int:
         check_resume,
         has_chat_template,
     )
-    from apibank.pipeline.rows import normalise_levels
+    from apibank.cli.folders import check_data_dir
 
-    try:
-        normalise_levels(args.levels)
-    except ValueError as error:
-        raise UsageError(f"--levels: {error}") from None
+    levels = checked_levels(args.levels)
     for name, value, low in (("--limit", args.limit, 1), ("--batch-size", args.batch_size, 1),
                              ("--max-new-tokens", args.max_new_tokens, 1), ("--concurrency", args.concurrency, 1),
                              ("--max-retries", args.max_retries, 0), ("--tensor-parallel-size",
@@ -161,9 +158,7 @@ def check_arguments(args: argparse.Namespace, fmt: str, output: Path) -> int:
             raise UsageError(f"{name} {value}: must be at least {low}")
     if not args.request_timeout > 0 or args.request_timeout == float("inf"):
         raise UsageError(f"--request-timeout {args.request_timeout}: give a positive number of seconds")
-    if args.data_dir is not None and not Path(args.data_dir).is_dir():
-        raise UsageError(f"--data-dir {args.data_dir}: no such folder; give the upstream API-Bank folder, or "
-                         "leave it out to download the data")
+    check_data_dir(args.data_dir, levels)
     if args.model == "oracle" and args.push_to_hub is True:
         raise UsageError("--push-to-hub needs a repository name for --model oracle")
     check_output(output)
@@ -221,10 +216,12 @@ def run(args: argparse.Namespace) -> int:
               "Run the same command again to resume where it stopped.", file=sys.stderr)
         return 130
     print(json.dumps(results, indent=2, default=str) if args.json else results_table(results))
-    print(f"\nwritten to {output}/ (results.json, predictions.jsonl, details.jsonl, report.md, leaderboard/)")
+    said = sys.stderr if args.json else sys.stdout  # --json: stdout holds the JSON alone
+    print(f"\nwritten to {output}/ (results.json, predictions.jsonl, details.jsonl, report.md, leaderboard/)",
+          file=said)
     note = leaderboard_note(results, args.dataset_id)
     if note:
-        print(f"note: {note}")
+        print(f"note: {note}", file=said)
     if repo:
         from apibank.hub.details import publish
 
@@ -256,7 +253,7 @@ def _evaluate(evaluate, args: argparse.Namespace, fmt: str, output: Path) -> dic
         dataset_revision=args.dataset_revision,
         leaderboard_protocol=args.leaderboard_protocol,
         overwrite=args.overwrite,
-        progress=not args.no_progress,
+        progress=show_progress(args),
     )
 
 

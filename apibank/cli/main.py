@@ -4,8 +4,10 @@ Each subcommand lives in its own module, which provides ``configure(parser)`` (a
 subcommand's arguments) and ``run(args) -> int`` (does the work, returns the exit status). The
 modules are imported only when their subcommand runs, so ``apibank ls`` never loads torch.
 
-A mistake the user can fix ends in one line on stderr saying what is wrong and what to do, with exit
-status 2 and no traceback; ``--debug`` shows the traceback.
+A mistake the user can fix (an :class:`apibank.errors.UserError`, missing data, a file that cannot be
+written) ends in one line of at most :data:`MAX_LINE` characters on stderr saying what is wrong and what
+to do, with exit status 2 and no traceback; a longer text (a list of missing files) goes to a file the
+line names. ``--debug`` shows the traceback and the whole text.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import tempfile
 from typing import Sequence
 
 # subcommand -> (module providing configure/run, one-line help)
@@ -27,10 +30,12 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 USAGE_ERROR = 2
 INTERRUPTED = 130
+MAX_LINE = 300
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="apibank", description="API-Bank tool-use benchmark")
+    parser.add_argument("--version", action=_Version, help="print the version and exit")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_name, help_text) in SUBCOMMANDS.items():
@@ -42,16 +47,61 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Version(argparse.Action):
+    """``--version``, looked up only when asked for (so other commands import nothing for it)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        from apibank.pipeline import package_version
+
+        print(f"{parser.prog} {package_version()}")
+        parser.exit()
+
+
 def user_errors() -> tuple[type[BaseException], ...]:
     """Exceptions that report a mistake in the user's input or setup, not a bug of the package."""
-    from apibank.cli.checks import UsageError
-    from apibank.generate.backends.openai import EndpointError
-    from apibank.generate.predictions import ResumeMismatch
-    from apibank.generate.templates import TemplateRefusal
-    from apibank_tools.errors import UpstreamDataError
+    from apibank_tools.errors import EnvironmentUnavailable
 
-    return (UsageError, EndpointError, ResumeMismatch, TemplateRefusal, UpstreamDataError, PermissionError,
-            FileNotFoundError, IsADirectoryError, NotADirectoryError)
+    from apibank.errors import UserError
+    from apibank.generate.backends.openai import EndpointError
+    from apibank.generate.templates import TemplateRefusal
+
+    # Missing or corrupt data, a ToolSearcher model that cannot load, a file that cannot be written: the
+    # user's setup, which the line names.
+    return (UserError, EndpointError, TemplateRefusal, EnvironmentUnavailable, OSError)
+
+
+def one_line(command: str, error: BaseException) -> str:
+    """The line printed for a user error: its first line, at most MAX_LINE characters; the whole text
+    (and the error's ``details``) is written to a file the line names."""
+    text = str(error)
+    lines = text.strip().splitlines()
+    head = " ".join(lines[0].split()) if lines else type(error).__name__
+    if isinstance(error, OSError) and error.filename is not None and error.strerror:
+        head = f"{error.filename}: {error.strerror}; check the path and its permissions"
+    details = list(getattr(error, "details", ()) or ()) or [line.strip() for line in lines[1:] if line.strip()]
+    prefix = f"{command}: error: "
+    if not details and len(prefix) + len(head) <= MAX_LINE:
+        return prefix + head
+    where = _write_details(command, text, details)
+    tail = f" (all {len(details)} listed in {where})" if details else f" (the whole message: {where})"
+    room = MAX_LINE - len(prefix) - len(tail)
+    if len(head) > room:
+        head = head[: max(0, room - 3)].rstrip() + "..."
+    return prefix + head + tail
+
+
+def _write_details(command: str, text: str, details: Sequence[str]) -> str:
+    body = text.rstrip("\n") + "\n"
+    if details and not all(line in text for line in details):
+        body += "".join(f"{line}\n" for line in details)
+    handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", prefix=command.replace(" ", "-") + "-error-",
+                                         suffix=".txt", delete=False)
+    with handle:
+        handle.write(body)
+    return handle.name
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -66,11 +116,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return INTERRUPTED
     except Exception as error:
         if args.debug:
+            for line in getattr(error, "details", ()) or ():
+                print(line, file=sys.stderr)
             raise
-        message = " ".join(str(error).split()) or type(error).__name__
         if isinstance(error, user_errors()):
-            print(f"{command}: error: {message}", file=sys.stderr)
+            print(one_line(command, error), file=sys.stderr)
             return USAGE_ERROR
+        message = " ".join(str(error).split()) or type(error).__name__
         print(f"{command}: error: {type(error).__name__}: {message} (rerun with --debug for the traceback)",
               file=sys.stderr)
         return 1

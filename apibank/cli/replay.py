@@ -12,7 +12,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from apibank.cli.folders import check_data_dir
     from apibank.judge.replay import format_table, run_replay
+    from apibank.report.table import LEVELS
+
+    check_data_dir(args.data_dir, LEVELS)
 
     results = run_replay(args.data_dir)
     print(json.dumps(results, indent=1) if args.json else format_table(results))

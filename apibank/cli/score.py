@@ -5,16 +5,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from apibank.benchmark import DEFAULT_PROTOCOL, PROTOCOLS
 from apibank.cli.evaluate import hub_id
+from apibank.cli.flags import add_output, add_overwrite, add_quiet, show_progress
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("predictions", help="predictions file (JSON lines: id, prediction, ...)")
     parser.add_argument("--data-dir", default=None, help="local copy of the upstream API-Bank folder (default: download)")
-    parser.add_argument("--output", default=None, help="where results, report and leaderboard files go "
-                        "(default: the predictions file's folder)")
+    add_output(parser, "where results, report and leaderboard files go (default: the predictions file's folder)")
+    add_overwrite(parser, "replace the results, details, report and plots already in the output folder")
     parser.add_argument("--protocols", nargs="+", choices=PROTOCOLS, default=list(PROTOCOLS))
     parser.add_argument("--model", default=None, help="model id for the results and leaderboard files "
                         "(default: the file's `model` field)")
@@ -23,30 +25,43 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "predictions file, no model leaderboard files are written)")
     parser.add_argument("--leaderboard-protocol", choices=PROTOCOLS, default=DEFAULT_PROTOCOL)
     parser.add_argument("--json", action="store_true", help="print results.json instead of the table")
+    add_quiet(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    from apibank_tools.errors import EnvironmentUnavailable
-
+    from apibank.cli.folders import check_data_dir, check_writable, refuse_replacing
+    from apibank.errors import InputFileError
+    from apibank.generate.predictions import read_predictions
     from apibank.hub.leaderboard import leaderboard_note
     from apibank.pipeline.classic import score_file
     from apibank.pipeline.results import results_table
+    from apibank.pipeline.rows import level_of
 
+    predictions = Path(args.predictions)
+    if not predictions.is_file():
+        raise InputFileError(f"{predictions}: no such file; give the predictions.jsonl to score")
+    output = check_writable(args.output if args.output is not None else predictions.parent)
+    refuse_replacing(output, args.overwrite)
+    records = read_predictions(predictions)
     try:
-        results = score_file(
-            args.predictions,
-            data_dir=args.data_dir,
-            output_dir=args.output,
-            protocols=args.protocols,
-            model=args.model,
-            dataset_id=args.dataset_id,
-            leaderboard_protocol=args.leaderboard_protocol,
-        )
-    except (ValueError, EnvironmentUnavailable) as error:  # bad file, folder, references or data: say which
-        print(f"apibank score: error: {error}", file=sys.stderr)
-        return 2
+        levels = sorted({level_of(record["id"]) for record in records})
+    except ValueError as error:
+        raise InputFileError(f"{predictions}: {error}; every id must name an API-Bank row (level-N/...)") from None
+    check_data_dir(args.data_dir, levels)
+    results = score_file(
+        predictions,
+        data_dir=args.data_dir,
+        output_dir=output,
+        protocols=args.protocols,
+        model=args.model,
+        dataset_id=args.dataset_id,
+        leaderboard_protocol=args.leaderboard_protocol,
+        progress=show_progress(args),
+    )
     print(json.dumps(results, indent=2, default=str) if args.json else results_table(results))
     note = leaderboard_note(results, args.dataset_id)
     if note:
         print(f"note: {note}", file=sys.stderr)
+    print(f"written to {output}/ (results.json, details.jsonl, report.md, leaderboard/)",
+          file=sys.stderr if args.json else sys.stdout)
     return 0

@@ -63,11 +63,11 @@ def missing_local_files(paths: Iterable[str], data_dir: str | os.PathLike[str] |
 
 
 def missing_files_message(missing: Iterable[str], where: str) -> str:
+    """What is missing and what to do on the first line (all a console shows), then every file."""
     lines = [f"  {path} (source: {manifest().url(path)})" for path in missing]
     return (
-        f"the API-Bank data at {where} lacks these files:\n" + "\n".join(lines) + "\n"
-        "Download them into that folder, or ask only for the levels present "
-        "(e.g. levels=(3,) for the training config)."
+        f"the API-Bank data at {where} lacks {len(lines)} files; download them into that folder, or ask only "
+        "for the levels present (e.g. levels=(3,) for the training config):\n" + "\n".join(lines)
     )
 
 

@@ -183,7 +183,7 @@ def resolve_data_dir(data_dir: str | os.PathLike[str] | None = None) -> Path | N
 
 def _download(url: str, timeout: float, *, limit: int, deadline: float | None = None) -> bytes:
     """At most ``limit`` bytes from ``url`` within ``deadline`` seconds in all (each read within ``timeout``)."""
-    total = deadline if deadline is not None else max(timeout, 1.0) * 5
+    total = deadline if deadline is not None else 5 * timeout
     ends = time.monotonic() + total
     try:
         with urllib.request.urlopen(url, timeout=min(timeout, total)) as response:

@@ -11,17 +11,18 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
+from apibank.errors import InputFileError, OutputError
 from apibank.files import JsonLinesAppender, atomic_writer, json_line
 
 # What must agree between the lines already on disk and a resumed run.
 RUN_KEYS = ("format", "decoding", "model")
 
 
-class ResumeMismatch(ValueError):
-    pass
+class ResumeMismatch(OutputError, ValueError):
+    """Predictions already in the output folder that another run (model, format, decoding) wrote."""
 
 
-class PredictionsFileError(ValueError):
+class PredictionsFileError(InputFileError):
     """A predictions file that cannot be read as one record per row (names the file and the lines)."""
 
 
@@ -37,23 +38,24 @@ def read_predictions(path: str | os.PathLike[str], *, allow_torn_tail: bool = Fa
     if not path.exists():
         return []
     try:
-        text = path.read_text(encoding="utf-8")
+        # utf-8-sig: a byte order mark that an editor put in front of the first line is not part of it
+        text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as error:
         raise PredictionsFileError(f"{path}: not UTF-8 text ({error})") from None
     records: list[dict[str, Any]] = []
     first_line: dict[str, int] = {}
     # "\n" only: str.splitlines() would also cut at U+2028, U+0085 and the like, which JSON strings hold raw
     lines = text.split("\n")
-    last = max((number for number, line in enumerate(lines, 1) if line.strip()), default=0)
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
         except (json.JSONDecodeError, RecursionError):
-            if number == last and allow_torn_tail:
+            torn = number == len(lines)  # the last line, with no newline after it: its write was cut short
+            if torn and allow_torn_tail:
                 break
-            where = "a torn last line (an interrupted write)" if number == last else "not a JSON line"
+            where = "a torn last line (an interrupted write)" if torn else "not a JSON line"
             raise PredictionsFileError(f"{path}:{number}: {where}") from None
         if not isinstance(record, dict):
             raise PredictionsFileError(f"{path}:{number}: a {type(record).__name__}, not a JSON object")

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import re
 
+from apibank.errors import UsageError
+
 # What the Hub accepts for a namespace and a repository name (huggingface_hub's validate_repo_id
 # rules, plus the namespace the Hub requires for a dataset a leaderboard can live in).
 _PART = r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?"
 _REPO_ID = re.compile(rf"{_PART}/{_PART}")
 
 
-class HubIdError(ValueError):
+class HubIdError(UsageError, ValueError):
     """A string that cannot be a Hub repository id."""
 
 

@@ -12,6 +12,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from apibank.errors import UserError
 from apibank.files import atomic_write_text
 from apibank.hub.ids import check_repo_id
 
@@ -42,7 +43,7 @@ def export_metric(out: str | Path) -> Path:
 
     spec = importlib.util.find_spec(METRIC_MODULE)
     if spec is None or spec.origin is None:
-        raise FileNotFoundError(f"the module {METRIC_MODULE} is not installed; install the apibank package")
+        raise UserError(f"the module {METRIC_MODULE} is not installed; install the apibank package")
     folder = Path(out) / METRIC_NAME
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_text(folder / f"{METRIC_NAME}.py", Path(spec.origin).read_text("utf-8"))

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from apibank.errors import UserError
 from apibank.files import atomic_write_text
 from apibank.hub.ids import check_repo_id
 from apibank.hub.tasks import declared_task_ids, dump_yaml
@@ -31,7 +32,7 @@ MODEL_DIR = "model"
 DATASET_DIR = "dataset"
 
 
-class SubsetRun(ValueError):
+class SubsetRun(UserError, ValueError):
     """Results of a subset of the benchmark, which must never appear under the official task ids."""
 
 

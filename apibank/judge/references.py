@@ -16,6 +16,7 @@ from apibank_tools.registry import toolset
 
 from apibank.benchmark import LEVEL_NUMBERS
 from apibank.data.rows import REFERENCE_VERSION
+from apibank.errors import InputFileError
 
 # The largest reference of the dataset has 3,952 characters.
 MAX_REFERENCE_CHARS = 1_000_000
@@ -24,7 +25,7 @@ MAX_NODES = 100_000
 MAX_ID_CHARS = 1_000
 
 
-class ReferenceError(ValueError):
+class ReferenceError(InputFileError):
     """The references are not apibank dataset ``reference`` fields (names the row and the field)."""
 
 

@@ -69,8 +69,8 @@ from __future__ import annotations
 import copy
 import os
 import sys
-from collections import defaultdict
-from typing import Any, Iterable, Mapping, Sequence
+from collections import Counter, defaultdict
+from typing import AbstractSet, Any, Callable, Iterable, Mapping, Sequence
 
 from apibank_tools.base import Record
 from apibank_tools.environment import pristine_data
@@ -93,7 +93,9 @@ def _validated(
 ) -> tuple[tuple[str, ...], list[str], list[dict[str, Any]], float | None, str | None]:
     """Every argument of :func:`score` checked once, before any work: (protocols, predictions,
     parsed references, deadline, revision), or one clear error naming what is wrong."""
-    protocols = tuple(protocols)
+    # a set has no order: take the protocols in their usual order, so the details come out the same every run
+    protocols = tuple(sorted(protocols, key=list(PROTOCOLS).index) if isinstance(protocols, AbstractSet)
+                      and set(protocols) <= set(PROTOCOLS) else protocols)
     unknown = [p for p in protocols if p not in PROTOCOLS]
     if unknown or not protocols:
         raise ValueError(f"unknown protocols {unknown}; choose from {sorted(PROTOCOLS)}")
@@ -110,6 +112,7 @@ def _validated(
     if isinstance(references, (str, Mapping)):
         raise ValueError("references must be a list of `reference` fields, not a single one")
     parsed = parse_references(list(references))
+    _refuse_conflicting_duplicates(parsed)
     texts = list(predictions)
     if len(texts) != len(parsed):
         raise ValueError(f"got {len(texts)} predictions for {len(parsed)} references; they must pair up one to one")
@@ -167,6 +170,22 @@ def _group_key(reference: Mapping[str, Any]) -> tuple[Any, ...]:
     if reference["level"] == 3:
         return (3, reference["file"], reference["sample_id"], reference["turn"])
     return (reference["level"], reference["file"], reference["turn"])
+
+
+def _refuse_conflicting_duplicates(parsed: list[dict[str, Any]]) -> None:
+    """Samples the paper protocol judges against one shared gold record must have the same gold call:
+    two that share (level, file, turn) but differ are not duplicates of one sample."""
+    first: dict[tuple[Any, ...], int] = {}
+    for index, reference in enumerate(parsed):
+        if reference["kind"] != "api":
+            continue
+        earlier = first.setdefault(_group_key(reference), index)
+        if earlier != index and parsed[earlier]["gold"] != reference["gold"]:
+            raise ReferenceError(
+                f"references[{earlier}] and references[{index}] share level, file and turn "
+                f"({', '.join(map(str, _group_key(reference)))}) but have different gold calls; pass each "
+                "dataset row's own `reference` field unchanged"
+            )
 
 
 def _paper_steps(items: list[tuple[int, str, dict[str, Any]]]) -> list[Step]:
@@ -243,6 +262,7 @@ def _run_judge(
     timeout: float | None,
     memory_mb: float | None,
     stats: RunStats | None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[dict[str, dict[int, Verdict]], dict[str, Record | None]]:
     """Every protocol's verdicts, and the executed ToolSearcher gold calls, judged in one bounded worker."""
     steps: list[Step] = []
@@ -261,6 +281,7 @@ def _run_judge(
     results = run_steps(
         steps, _handler(judge), timeout=timeout, memory_mb=memory_mb, after_fork=after_fork,
         finish=retriever.new_entries, merge=retriever.merge, measure=stats is not None, stats=stats,
+        progress=progress,
     )
     verdicts: dict[str, dict[int, Verdict]] = {protocol: {} for protocol in protocols}
     gold: dict[str, Record | None] = {}
@@ -286,6 +307,7 @@ def score(
     retriever: Any = None,
     timeout: float | None = JUDGE_TIMEOUT_S,
     memory_mb: float | None = JUDGE_MEMORY_MB,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Score ``predictions`` (generated texts) against dataset ``references``; see the module docstring.
 
@@ -295,10 +317,10 @@ def score(
     ``timeout`` is each sample's deadline in seconds (None or ``inf``: none), enforced by killing the
     worker, and ``memory_mb`` caps the worker's memory above the caller's (None: no cap). A sample
     that overruns either is judged ``TIMEOUT`` or ``MEMORY_LIMIT``. The caller's signals and timers
-    are not touched.
+    are not touched. ``progress`` is called with (judging steps done, steps in all) as they finish.
     """
     return _score(predictions, references, protocols=protocols, return_details=return_details, data_dir=data_dir,
-                  retriever=retriever, timeout=timeout, memory_mb=memory_mb)
+                  retriever=retriever, timeout=timeout, memory_mb=memory_mb, progress=progress)
 
 
 def _score(
@@ -312,6 +334,7 @@ def _score(
     timeout: float | None,
     memory_mb: float | None,
     stats: RunStats | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     protocols, texts, parsed, timeout, revision = _validated(predictions, references, protocols, timeout, memory_mb)
 
@@ -326,7 +349,7 @@ def _score(
         if _needs_retriever(api_items):
             judge.prepare(reference["toolset"] for _, _, reference in api_items)
         judge.preload(_preloads(api_items))
-        per_protocol, gold = _run_judge(judge, api_items, parsed, protocols, timeout, memory_mb, stats)
+        per_protocol, gold = _run_judge(judge, api_items, parsed, protocols, timeout, memory_mb, stats, progress)
 
     output: dict[str, Any] = {}
     for protocol in protocols:

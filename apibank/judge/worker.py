@@ -137,8 +137,11 @@ def run_steps(
     merge: Callable[[Any], None] | None = None,
     measure: bool = False,
     stats: RunStats | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[Any]:
     """Run ``handler`` over ``steps`` in a bounded child; one result (or :class:`Overrun`) per step.
+
+    ``progress`` is called with (steps done, steps in all) as results come in.
 
     ``after_fork`` runs in each child before its first step; ``finish`` runs in a child that completes
     its steps and its return value is handed to ``merge`` in the parent (caches worth keeping).
@@ -146,7 +149,7 @@ def run_steps(
     if not steps:
         return []
     if not fork_available():
-        return _run_here(steps, handler)
+        return _run_here(steps, handler, progress)
     results: list[Any] = [None] * len(steps)
     peaks: dict[int, float] = {}
     position = 0
@@ -172,7 +175,8 @@ def run_steps(
         if stats is not None:
             stats.forks += 1
         try:
-            position, state = _collect(receiver, child, steps, position, state, results, peaks, timeout, memory_mb, merge)
+            position, state = _collect(receiver, child, steps, position, state, results, peaks, timeout, memory_mb, merge,
+                                       progress)
         finally:
             receiver.close()
             child.end()
@@ -218,7 +222,8 @@ def _child_main(sender: Any, steps: Sequence[Step], start: int, state: Any, hand
 
 def _collect(receiver: Any, process: Any, steps: Sequence[Step], position: int, state: Any, results: list[Any],
              peaks: dict[int, float], timeout: float | None, memory_mb: float | None,
-             merge: Callable[[Any], None] | None) -> tuple[int, Any]:
+             merge: Callable[[Any], None] | None,
+             progress: Callable[[int, int], None] | None = None) -> tuple[int, Any]:
     """Read the child's reports until it finishes or overruns; returns where the next child starts."""
     if not receiver.poll(READY_WAIT_S):
         raise RuntimeError("the judging worker process did not start")
@@ -232,6 +237,8 @@ def _collect(receiver: Any, process: Any, steps: Sequence[Step], position: int, 
         if position < len(steps):
             if not _wait(receiver, timeout):
                 results[position] = Overrun(TIMEOUT, f"the sample exceeded its time limit of {timeout} s")
+                if progress is not None:
+                    progress(position + 1, len(steps))
                 return position + 1, _state_after(steps, position, group_state)
         elif not receiver.poll(READY_WAIT_S):  # every step reported; only the cache is missing
             return position, None
@@ -245,6 +252,8 @@ def _collect(receiver: Any, process: Any, steps: Sequence[Step], position: int, 
                 MEMORY_LIMIT,
                 f"the judging process died (exit code {process.exitcode}), presumably at its memory limit of {memory_mb} MB",
             )
+            if progress is not None:
+                progress(position + 1, len(steps))
             return position + 1, _state_after(steps, position, group_state)
         index, result, extra = message
         if index == "error":
@@ -258,6 +267,8 @@ def _collect(receiver: Any, process: Any, steps: Sequence[Step], position: int, 
         if peak is not None:
             peaks[index] = peak
         position = index + 1
+        if progress is not None:
+            progress(position, len(steps))
 
 
 def _wait(receiver: Any, seconds: float | None) -> bool:
@@ -279,7 +290,7 @@ def _state_after(steps: Sequence[Step], position: int, state: Any) -> Any:
     return None
 
 
-def _run_here(steps: Sequence[Step], handler: Handler) -> list[Any]:
+def _run_here(steps: Sequence[Step], handler: Handler, progress: Callable[[int, int], None] | None = None) -> list[Any]:
     results = []
     state = None
     for index, step in enumerate(steps):
@@ -287,6 +298,8 @@ def _run_here(steps: Sequence[Step], handler: Handler) -> list[Any]:
             state = None
         result, state = handler(step.payload, state)
         results.append(result)
+        if progress is not None:
+            progress(index + 1, len(steps))
     return results
 
 

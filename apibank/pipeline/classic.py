@@ -23,6 +23,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from apibank.errors import InputFileError, OutputError
 from apibank.files import (
     DETAILS_FILE,
     LEADERBOARD_DIR,
@@ -47,17 +48,27 @@ def score_records(
     *,
     protocols: Sequence[str] = PROTOCOLS,
     data_dir: str | os.PathLike[str] | None = None,
+    progress: bool = False,
 ) -> dict[str, Any]:
-    """Join predictions to rows on ``id`` and run the metric (rows without a prediction score as empty)."""
+    """Join predictions to rows on ``id`` and run the metric (rows without a prediction score as empty);
+    ``progress`` shows a bar of the judging steps on stderr."""
     from apibank.judge.scoring import score
 
     by_id = {record["id"]: record["prediction"] for record in records}
     unknown = set(by_id) - {row["id"] for row in rows}
     if unknown:
-        raise ValueError(f"{len(unknown)} predictions have ids that are not dataset rows, e.g. {sorted(unknown)[:3]}")
+        raise InputFileError(f"{len(unknown)} predictions have ids that are not dataset rows, e.g. {sorted(unknown)[:3]}")
     predictions = [by_id.get(row["id"], "") for row in rows]
     references = [row["reference"] for row in rows]
-    return score(predictions, references, protocols=tuple(protocols), return_details=True, data_dir=data_dir)
+    from tqdm.auto import tqdm
+
+    with tqdm(desc="score", unit="step", disable=not progress, dynamic_ncols=True, mininterval=0.5, leave=False) as bar:
+        def advance(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        return score(predictions, references, protocols=tuple(protocols), return_details=True, data_dir=data_dir,
+                     progress=advance if progress else None)
 
 
 def write_outputs(
@@ -145,7 +156,7 @@ def evaluate(
         template = engine.template_info() if hasattr(engine, "template_info") else None
     finally:
         engine.close()
-    scores = score_records(records, rows, protocols=protocols, data_dir=data_dir)
+    scores = score_records(records, rows, protocols=protocols, data_dir=data_dir, progress=progress)
     results = build_results(
         scores, rows, model_info=info, fmt=fmt, decoding=settings.as_dict(), batch_size=batch_size, limit=limit,
         icl=icl, dataset_id=dataset_id, usage=usage_totals(records, price_per_mtok=price, wall_seconds=wall),
@@ -167,6 +178,7 @@ def score_file(
     model: str | None = None,
     dataset_id: str | None = None,
     leaderboard_protocol: str = DEFAULT_PROTOCOL,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """Score an existing predictions file against the rows of the levels its ids name.
 
@@ -178,14 +190,14 @@ def score_file(
     predictions = Path(predictions)
     records = read_predictions(predictions)
     if not records:
-        raise ValueError(f"{predictions}: no predictions")
+        raise InputFileError(f"{predictions}: no predictions")
     if output_dir is not None:
         _refuse_other_predictions(Path(output_dir), predictions, records)
     levels = sorted({level_of(record["id"]) for record in records})
     wanted = {record["id"] for record in records}
     level_rows = load_rows(levels, data_dir)
     rows = [row for row in level_rows if row["id"] in wanted]
-    scores = score_records(records, rows, protocols=protocols, data_dir=data_dir)
+    scores = score_records(records, rows, protocols=protocols, data_dir=data_dir, progress=progress)
     first = records[0]
     run = _evaluate_run(predictions)
     info = dict(run.get("model") or {})
@@ -224,7 +236,7 @@ def _refuse_other_predictions(output_dir: Path, predictions: Path, records: Sequ
     mine = {record["id"]: record["prediction"] for record in records}
     if {record["id"]: record["prediction"] for record in theirs} != mine:
         models = sorted({str(record.get("model")) for record in theirs})
-        raise ValueError(
+        raise OutputError(
             f"{output_dir} holds other predictions ({existing}, model {', '.join(models)}); its results, "
             f"details and report belong to them: choose another --output"
         )

@@ -7,20 +7,7 @@ import re
 from collections import Counter
 from typing import Any, Iterable, Mapping
 
-from apibank.benchmark import LEVELS
-
-
-def normalise_levels(levels: Iterable[str | int] | None) -> list[str]:
-    if not levels:
-        return list(LEVELS)
-    out = []
-    for level in levels:
-        name = f"level-{level}" if str(level).isdigit() else str(level)
-        if name not in LEVELS:
-            raise ValueError(f"unknown level {level!r}; expected one of {LEVELS} (or 1, 2, 3)")
-        if name not in out:
-            out.append(name)
-    return out
+from apibank.benchmark import LEVELS, normalise_levels
 
 
 def load_rows(

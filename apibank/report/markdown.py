@@ -56,7 +56,8 @@ def _plot_accuracy(scores, levels, protocols, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(6, 3.5))
     width = 0.8 / max(1, len(protocols))
     for index, protocol in enumerate(protocols):
-        values = [100 * (scores[protocol].get(level, {}).get("api") or {}).get("accuracy", 0.0) for level in levels]
+        # a level without API-call rows (a partial predictions file) has no accuracy: drawn as 0
+        values = [100 * ((scores[protocol].get(level, {}).get("api") or {}).get("accuracy") or 0.0) for level in levels]
         positions = [x + index * width for x in range(len(levels))]
         bars = ax.bar(positions, values, width, label=protocol)
         ax.bar_label(bars, fmt="%.1f", fontsize=7)

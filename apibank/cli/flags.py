@@ -1,0 +1,77 @@
+"""Flags that mean the same in every subcommand, declared once: one name each, old spellings still
+accepted with a note on stderr, and the progress bar they switch."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from apibank.benchmark import normalise_levels
+from apibank.errors import UsageError
+
+
+class DeprecatedFlag(argparse.Action):
+    """An old spelling of a flag: sets the same value as the new one and says on stderr to use that."""
+
+    def __init__(self, option_strings: list[str], dest: str, *, canonical: str, **kwargs: Any) -> None:
+        kwargs.setdefault("help", argparse.SUPPRESS)
+        super().__init__(option_strings, dest, **kwargs)
+        self.canonical = canonical
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        print(f"{parser.prog}: note: {option_string} is deprecated; use {self.canonical}", file=sys.stderr)
+        setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
+
+
+def add_flag(parser: argparse.ArgumentParser | argparse._ArgumentGroup, name: str, *old: str, **kwargs: Any) -> None:
+    """``name`` as ``parser.add_argument`` would add it, plus each ``old`` spelling, deprecated."""
+    parser.add_argument(name, **kwargs)
+    if not old:
+        return
+    dest = kwargs.get("dest") or name.lstrip("-").replace("-", "_")
+    extra = {key: kwargs[key] for key in ("type", "metavar", "choices") if key in kwargs}
+    if kwargs.get("action") == "store_true":
+        extra.update(nargs=0, const=True)
+    elif "nargs" in kwargs:
+        extra.update(nargs=kwargs["nargs"], const=kwargs.get("const"))
+    parser.add_argument(*old, dest=dest, action=DeprecatedFlag, canonical=name, default=argparse.SUPPRESS, **extra)
+
+
+def add_output(parser: argparse.ArgumentParser, help: str) -> None:
+    add_flag(parser, "--output", "--out", default=None, metavar="DIR", help=help)
+
+
+def add_overwrite(parser: argparse.ArgumentParser, help: str) -> None:
+    add_flag(parser, "--overwrite", "--fresh", action="store_true", help=help)
+
+
+def add_quiet(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    add_flag(parser, "--quiet", "--no-progress", action="store_true",
+             help="no progress bar (there is none either when stderr is not a terminal)")
+
+
+def add_levels(parser: argparse.ArgumentParser, help: str) -> None:
+    parser.add_argument("--levels", nargs="+", default=None, metavar="LEVEL", help=help + " (1 2 3 or level-1 ...)")
+
+
+def checked_levels(levels: list[str] | None) -> list[str]:
+    """The levels given as ``1`` or ``level-1``, as ``level-1`` (all levels when none are given)."""
+    try:
+        return normalise_levels(levels)
+    except ValueError as error:
+        raise UsageError(f"--levels: {error}") from None
+
+
+def show_progress(args: argparse.Namespace) -> bool:
+    """Progress bars go to stderr (so --json output stays clean), only to a terminal, and not with --quiet."""
+    return not getattr(args, "quiet", False) and sys.stderr.isatty()
+
+
+def progress_bar(total: int, desc: str, *, enabled: bool, initial: int = 0, unit: str = "sample"):
+    """A tqdm bar on stderr (a disabled one when ``enabled`` is false)."""
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, initial=initial, desc=desc, unit=unit, disable=not enabled, file=sys.stderr,
+                dynamic_ncols=True, mininterval=0.5, leave=False)

@@ -1,0 +1,38 @@
+"""Errors that report a mistake the user can fix (an argument, a file, a folder), not a bug of the package.
+
+Library code raises them like any exception; the console script prints one as a single line saying what
+is wrong and what to do, and exits with status 2. Every other exception is a bug, or a failure of the
+environment, and keeps its traceback. The message's first line is what the console script prints; a long
+list the user may need (every missing file, say) goes into ``details``, which the console script writes
+to a file instead of the terminal.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+
+class UserError(Exception):
+    """A mistake the user can fix; the message says what is wrong and what to do."""
+
+    details: Sequence[str] = ()
+
+    def with_details(self, details: Sequence[str]) -> "UserError":
+        self.details = tuple(details)
+        return self
+
+
+class UsageError(UserError):
+    """A command-line argument, or a combination of them, that cannot work."""
+
+
+class OutputError(UserError):
+    """An output folder that cannot be written, or whose files would be replaced without ``--overwrite``."""
+
+
+class DataFolderError(UserError):
+    """A data folder that is not (a complete copy of) the upstream API-Bank folder."""
+
+
+class InputFileError(UserError, ValueError):
+    """A file given as input (predictions, references, a chat template) that cannot be used as it is."""
