@@ -2,7 +2,7 @@
 
 Configs (one table, :data:`apibank.data.features.CONFIGS`):
 
-* ``level-1``, ``level-2``, ``level-3``: split ``test``; rows as in ``CONTRACTS.md`` §1, each with a
+* ``level-1``, ``level-2``, ``level-3``: split ``test``; typed rows (:mod:`apibank.data.features`), each with a
   ``reference`` JSON for the ``apibank`` metric;
 * ``training``: split ``train``; the level-1/2/3 API and response training files. ``levels=(3,)``
   restricts it to the levels you have (the level-1/2 files are large and missing from some copies).

@@ -67,7 +67,7 @@ def test_oracle_prints_the_gold_ceilings(data_dir, tmp_path, capsys):
     assert "revision" not in results["dataset"]  # the Hub dataset's revision is never the upstream commit
     assert set(results["protocols"]) == {"paper", "corrected"}
     paper, corrected = results["scores"]["paper"], results["scores"]["corrected"]
-    # Spec §5.2 / §2.3 ceilings of the original evaluator (level 1 lies above the offline 337 because our
+    # Ceilings of the original evaluator (level 1 lies above the offline 337 because our
     # Dictionary, Translate and SearchEngine run without the network).
     assert paper["level-2"]["api"]["correct"] == 94 and paper["level-3"]["api"]["correct"] == 230
     assert paper["level-3"]["dialogues"]["correct"] == 40

@@ -1,4 +1,4 @@
-"""Argument coercion: the original ToolManager's rules (protocol §4.1) and the corrected, typed ones."""
+"""Argument coercion: the original ToolManager's rules and the corrected, typed ones."""
 
 from __future__ import annotations
 

@@ -212,7 +212,7 @@ def test_offered_tools_follow_protocol(rows, data_dir, config):
             assert sorted(names) == sorted(used)
 
 
-# Translate's description changed in the released code after the test data were made (protocol §1.2).
+# Translate's description changed in the released code after the test data were made.
 KNOWN_DESCRIPTION_DRIFT = {"Translate"}
 
 

@@ -1,5 +1,5 @@
-"""Gold answers as predictions: the paper protocol reproduces the original's verdict on every sample
-(spec protocol §5.2, §2.3), and the corrected protocol judges every gold answer correct."""
+"""Gold answers as predictions: the paper protocol reproduces the original's verdict on every
+sample, and the corrected protocol judges every gold answer correct."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from apibank.data.rows import iter_rows
 from apibank.judge.retriever import CachedRetriever
 from apibank.judge.scoring import score
 
-# level-1 failures of the original with its network tools working (spec §5.2), file stem#id -> category
+# level-1 failures of the original with its network tools working, file stem#id -> category
 LEVEL_1_FAILURES = {
     **{f"{stem}#{i}": "HAS_EXCEPTION" for stem, i in [
         ("CancelRegistration-RecordHealthData-QueryRegistration-level-2-1", 2),
@@ -137,7 +137,7 @@ def test_corrected_protocol_judges_every_gold_answer_correct(gold):
         assert gold["corrected"][level]["api"] == {"correct": total, "total": total, "accuracy": 1.0}
         assert gold["corrected"][level]["errors"] == {}
     assert gold["corrected"]["level-3"]["dialogues"]["correct"] == 50
-    # how often the gold keywords themselves retrieve the annotated tool (spec §7 figures)
+    # how often the gold keywords themselves retrieve the annotated tool
     assert gold["corrected"]["level-2"]["toolsearcher"] == {"total": 45, "gold_keywords_retrieve_recorded": 40}
     assert gold["corrected"]["level-3"]["toolsearcher"] == {"total": 114, "gold_keywords_retrieve_recorded": 109}
 

@@ -1,4 +1,4 @@
-"""The paper parser against the spec's observed behaviour and the original patterns; the typed parser."""
+"""The paper parser against the original's observed behaviour and patterns; the typed parser."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from apibank.judge.parsing.paper import (
     parse_parameters,
 )
 
-# (model output, expected (name, parameters) or None), from spec protocol §3's table.
+# (model output, expected (name, parameters) or None), as the original's patterns behave.
 PAPER_CASES = [
     ("API-Request: [AddAlarm(token='abc', time='2023-03-20 07:00:00')]", ("AddAlarm", {"token": "abc", "time": "2023-03-20 07:00:00"})),
     ('[QueryStock(stock_code="AAPL", date="2023-01-01")]', ("QueryStock", {"stock_code": "AAPL", "date": "2023-01-01"})),

@@ -51,7 +51,7 @@ def test_prompt_descriptions_are_byte_exact(data_dir):
     """Every description line in the upstream prompts is what the registry renders.
 
     The one known exception is Translate: 8 samples (Translate-level-1-1…4) still carry the
-    description the tool had when they were generated (protocol §1.2).
+    description the tool had when they were generated.
     """
     mismatched = {}
     for name, lines in _instruction_description_lines(data_dir).items():

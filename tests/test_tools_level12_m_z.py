@@ -24,7 +24,7 @@ MINE = (
     "TimedSwitch Translate Wiki"
 ).split()
 
-# Spec verification table (tools-m-z "Verification"): gold calls, exact on fresh state, exact only after
+# How the recorded gold calls replay: gold calls, exact on fresh state, exact only after
 # replaying the dialogue's earlier gold calls, not reproducible. Documented improvements over the table:
 # Translate answers offline from the recorded translations (4 fresh instead of 0 reproducible), and
 # QueryRegistration's `Mary` call becomes exact after replay because AppointmentRegistration adopts the

@@ -1,4 +1,4 @@
-"""The 21 non-search level-3 tools (spec tools-level3 §2, verification §6.2 and §6.4)."""
+"""The 21 non-search level-3 tools: schemas, gold replay, special logic."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def test_every_parameter_is_required_and_schema_exported(name):
     assert LEVEL_3.describe(name) == json.dumps(LEVEL_3.descriptor(name), ensure_ascii=True)
 
 
-# ------------------------------------------------------------------ gold calls (spec §6.2, §6.4)
+# ------------------------------------------------------------------ gold calls
 @pytest.mark.parametrize("gold", GOLD_CALLS)
 def test_gold_call_reproduces_from_fresh_state(gold, data_dir):
     recorded = gold["output"]
@@ -87,7 +87,7 @@ def test_gold_call_reproduces_from_fresh_state(gold, data_dir):
 
 
 def _parsed_as_paper_text(value: Any) -> str:
-    """The value the paper's parser extracts from ``key='<value>'`` in a batch prompt (spec §1.5, §7.1).
+    """The value the paper's parser extracts from ``key='<value>'`` in a batch prompt.
 
     A quoted value ends at the next quote of either kind, so ``'['Mary', 'Peter']'`` yields ``[``.
     """
@@ -97,7 +97,7 @@ def _parsed_as_paper_text(value: Any) -> str:
 
 
 def test_gold_calls_through_the_paper_path(data_dir):
-    """One shared session for the whole file, as lv3_evaluator keeps one manager (spec §6.4)."""
+    """One shared session for the whole file, as lv3_evaluator keeps one manager."""
     session = _session(data_dir)
     failed = []
     judged = 0
@@ -356,7 +356,7 @@ def test_outputs_do_not_share_the_tools_data(data_dir):
 
 def test_weather_for_unknown_coordinates_never_reaches_an_envelope(data_dir):
     session = _session(data_dir)
-    # The paper's parser truncates an unquoted 40.7128 to 40 (spec §1.5).
+    # The paper's parser truncates an unquoted 40.7128 to 40.
     arguments = coerce_paper(LEVEL_3.get("GetWeatherForCoordinates"), {"latitude": "40", "longitude": "74.0060"})
     with pytest.raises(CallRejected) as caught:
         session.tool("GetWeatherForCoordinates").execute(arguments)
@@ -441,7 +441,7 @@ class _Endless(Exception):
 
 
 def _upstream_calculator(formula: str) -> tuple[Any, str | None]:
-    """The splicing procedure of spec §2.3 written out literally, with a step cap for its endless loops."""
+    """The original's splicing procedure written out literally, with a step cap for its endless loops."""
     import operator
 
     from apibank_tools.level12.calculator import _is_valid as is_valid

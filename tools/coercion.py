@@ -1,6 +1,6 @@
 """Turning parsed call arguments into the values a tool receives.
 
-``coerce_paper`` is the original ToolManager's rule set (spec protocol §4.1), bug for bug: values
+``coerce_paper`` is the original ToolManager's rule set, bug for bug: values
 arrive as text, ``int`` needs ``str.isdigit``, ``float`` allows one dot, ``bool`` is true only for the
 exact text ``True``, and list types pass through *as text*.
 

@@ -1,4 +1,4 @@
-"""Sentence-embedding retrieval behind ToolSearcher (spec protocol §7, tools-m-z §26, tools-level3 §3).
+"""Sentence-embedding retrieval behind ToolSearcher.
 
 Upstream embeds the keywords and every catalogue entry's search text with
 ``sentence-transformers/paraphrase-MiniLM-L3-v2`` (uncased WordPiece, at most 128 tokens, mask-aware

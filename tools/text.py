@@ -1,4 +1,4 @@
-"""Small text and date helpers shared by tools and their checks (spec tools-a-m §0.4–0.6)."""
+"""Small text and date helpers shared by tools and their checks."""
 
 from __future__ import annotations
 

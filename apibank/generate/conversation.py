@@ -56,7 +56,7 @@ def _loads(text: str, default: Any) -> Any:
 
 
 def _result_shown(turn: Mapping[str, Any], level: int) -> Any:
-    """Levels 1/2 show only the result's ``output``; level 3 shows the whole record (protocol §2.2)."""
+    """Levels 1/2 show only the result's ``output``; level 3 shows the whole record (as the original prompts do)."""
     record = _loads(turn.get("result", ""), {})
     if level == 3 or not isinstance(record, dict):
         return record

@@ -17,7 +17,7 @@ The model's text is untrusted: parsing never evaluates anything, looks at the fi
 :data:`MAX_TEXT_CHARS` characters only, and skips JSON nested deeper than :data:`MAX_DEPTH` before
 the decoder sees it (Python's ``json`` recurses once per level, so ``'[' * 5000`` would otherwise
 raise RecursionError). The first call is rendered so that the benchmark's call extraction
-(protocol §3) reads back the same names and values.
+reads back the same names and values.
 """
 
 from __future__ import annotations

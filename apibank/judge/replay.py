@@ -5,8 +5,8 @@ coerced), first on a fresh session ("fresh"); if that does not reproduce the rec
 exactly, again on a session where the dialogue's earlier gold calls were executed first
 ("after_replay"); otherwise it is "not_reproducible", with the reason.
 
-This is the check behind the spec's verification tables (tools-a-m.md §2, tools-m-z.md
-"Verification", tools-level3.md §6).
+It checks, tool by tool, that our implementations reproduce the results recorded in the
+dialogues (how many gold calls match exactly, and why the others differ).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""ROUGE-L as the ``rouge`` 1.0.1 package computes its ``rouge-l`` F (spec protocol §6).
+"""ROUGE-L as the ``rouge`` 1.0.1 package computes its ``rouge-l`` F.
 
 Written from the behavioural description, not from the package: sentences are cut at every ``.``,
 tokens are single-space pieces, precision and recall count *distinct* tokens, and the matched words

@@ -1,4 +1,4 @@
-"""Record keeping shared by the agenda, alarm, meeting and reminder tools (spec tools-a-m §1).
+"""Record keeping shared by the agenda, alarm, meeting and reminder tools.
 
 These tools keep per-user records in id-keyed stores and pick the first record of the caller that
 matches, in store order. Their key choice and their checks have upstream quirks kept on purpose.

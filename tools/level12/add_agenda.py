@@ -1,4 +1,4 @@
-"""AddAgenda: add an agenda item for the token's owner (spec tools-a-m §AddAgenda)."""
+"""AddAgenda: add an agenda item for the token's owner."""
 
 from __future__ import annotations
 

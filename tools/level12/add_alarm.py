@@ -1,4 +1,4 @@
-"""AddAlarm: set an alarm for the token's owner (spec tools-a-m §AddAlarm)."""
+"""AddAlarm: set an alarm for the token's owner."""
 
 from __future__ import annotations
 

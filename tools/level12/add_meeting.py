@@ -1,4 +1,4 @@
-"""AddMeeting: reserve a meeting for the token's owner (spec tools-a-m §AddMeeting)."""
+"""AddMeeting: reserve a meeting for the token's owner."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""AddReminder: add a reminder for the token's owner (spec tools-a-m §AddReminder)."""
+"""AddReminder: add a reminder for the token's owner."""
 
 from __future__ import annotations
 

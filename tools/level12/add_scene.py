@@ -1,4 +1,4 @@
-"""AddScene: add a smart-home scene (spec tools-a-m §AddScene)."""
+"""AddScene: add a smart-home scene."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""AppointmentRegistration: register a hospital appointment (spec tools-a-m §AppointmentRegistration)."""
+"""AppointmentRegistration: register a hospital appointment."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""BookHotel: order hotel rooms (spec tools-a-m §BookHotel)."""
+"""BookHotel: order hotel rooms."""
 
 from __future__ import annotations
 

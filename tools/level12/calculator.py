@@ -2,8 +2,7 @@
 
 Upstream tokenises the formula and evaluates it by repeatedly replacing the first parenthesised
 group, then the leftmost ``*``/``/``, then the leftmost ``+``/``-`` with its result. This module
-reproduces those semantics, degenerate cases and Python error texts included (spec tools-a-m
-§Calculator), in linear passes instead of repeated list surgery, so that any input finishes fast.
+reproduces those semantics, degenerate cases and Python error texts included, in linear passes instead of repeated list surgery, so that any input finishes fast.
 """
 
 from __future__ import annotations
@@ -112,7 +111,7 @@ def _is_valid(formula: str) -> bool:
 class Calculator(Tool):
     """Evaluates with upstream's left-to-right procedure in IEEE doubles; never ``eval``.
 
-    Reproduced: every result and failure text the spec lists (``')' is not in list`` for nested
+    Reproduced: every result and failure text the original produces (``')' is not in list`` for nested
     parentheses, ``list index out of range``, Python's operand-type errors, ``float division by
     zero``, juxtaposed groups returning their first value). Not reproducible: formulas where an
     operator starts a (sub)formula (``-5+3``, ``5*(-2)``) make upstream loop forever; here they

@@ -1,4 +1,4 @@
-"""CancelRegistration: cancel a hospital appointment by id (spec tools-a-m §CancelRegistration)."""
+"""CancelRegistration: cancel a hospital appointment by id."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""CancelTimedSwitch: cancel a device's timed switch (spec tools-a-m §CancelTimedSwitch)."""
+"""CancelTimedSwitch: cancel a device's timed switch."""
 
 from __future__ import annotations
 

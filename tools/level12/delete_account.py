@@ -1,4 +1,4 @@
-"""DeleteAccount: delete the token owner's account (spec tools-a-m §DeleteAccount)."""
+"""DeleteAccount: delete the token owner's account."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DeleteAgenda: delete one of the token owner's agenda items (spec tools-a-m §DeleteAgenda)."""
+"""DeleteAgenda: delete one of the token owner's agenda items."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DeleteAlarm: remove one of the token owner's alarms (spec tools-a-m §DeleteAlarm)."""
+"""DeleteAlarm: remove one of the token owner's alarms."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DeleteMeeting: cancel one of the token owner's meetings (spec tools-a-m §DeleteMeeting)."""
+"""DeleteMeeting: cancel one of the token owner's meetings."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DeleteReminder: delete one of the token owner's reminders (spec tools-a-m §DeleteReminder)."""
+"""DeleteReminder: delete one of the token owner's reminders."""
 
 from __future__ import annotations
 

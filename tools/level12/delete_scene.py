@@ -1,4 +1,4 @@
-"""DeleteScene: delete a smart-home scene by name (spec tools-a-m §DeleteScene)."""
+"""DeleteScene: delete a smart-home scene by name."""
 
 from __future__ import annotations
 

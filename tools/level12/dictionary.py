@@ -1,4 +1,4 @@
-"""Dictionary: word definitions served from the recorded lookups (spec tools-a-m §Dictionary)."""
+"""Dictionary: word definitions served from the recorded lookups."""
 
 from __future__ import annotations
 

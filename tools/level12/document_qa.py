@@ -1,4 +1,4 @@
-"""DocumentQA: answer a question about a document (spec tools-a-m §DocumentQA)."""
+"""DocumentQA: answer a question about a document."""
 
 from __future__ import annotations
 

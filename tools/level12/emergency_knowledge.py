@@ -1,4 +1,4 @@
-"""EmergencyKnowledge: first-aid knowledge for a symptom (spec tools-a-m §EmergencyKnowledge)."""
+"""EmergencyKnowledge: first-aid knowledge for a symptom."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ForgotPassword: two-step password reset (spec tools-a-m §ForgotPassword)."""
+"""ForgotPassword: two-step password reset."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""GetToday: the benchmark's fixed "current" date (spec tools-a-m §GetToday)."""
+"""GetToday: the benchmark's fixed "current" date."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 from ..base import Record, Tool
 from ..registry import LEVEL_1_2
 
-# Upstream returns this constant, not the wall-clock date (spec tools-a-m §GetToday); all 7 recorded
+# Upstream returns this constant, not the wall-clock date; all 7 recorded
 # GetToday results show it, and the AI turns that follow repeat it as "today".
 TODAY = "2023-03-31"
 

@@ -1,4 +1,4 @@
-"""ImageCaption: the stored caption of a known image url (spec tools-a-m §ImageCaption)."""
+"""ImageCaption: the stored caption of a known image url."""
 
 from __future__ import annotations
 

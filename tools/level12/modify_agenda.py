@@ -1,4 +1,4 @@
-"""ModifyAgenda: replace one of the token owner's agenda items (spec tools-a-m §ModifyAgenda)."""
+"""ModifyAgenda: replace one of the token owner's agenda items."""
 
 from __future__ import annotations
 

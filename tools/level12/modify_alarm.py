@@ -1,4 +1,4 @@
-"""ModifyAlarm: move one of the token owner's alarms (spec tools-a-m §ModifyAlarm)."""
+"""ModifyAlarm: move one of the token owner's alarms."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ModifyMeeting: change one of the token owner's meetings (spec tools-a-m §ModifyMeeting)."""
+"""ModifyMeeting: change one of the token owner's meetings."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ TOKEN_TOOL = "GetUserToken"
 
 @LEVEL_1_2.register
 class ToolSearcher(Tool):
-    """Finds the catalogue tool whose search text is most similar to the keywords (spec tools-m-z §26).
+    """Finds the catalogue tool whose search text is most similar to the keywords.
 
     The catalogue is every other level-1/2 tool. A match that takes a ``token`` comes paired with the
     GetUserToken entry, which upstream leaves with its ``desc_for_search`` field.

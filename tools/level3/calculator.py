@@ -1,4 +1,4 @@
-"""Calculator, level-3 copy: behaviourally identical to the level-1/2 tool (spec tools-level3 §5).
+"""Calculator, level-3 copy: behaviourally identical to the level-1/2 tool.
 
 Same description, parameters, algorithm, messages and check, so it is the same class registered in
 the level-3 set as well.

@@ -7,7 +7,7 @@ from ..retrieval import catalogue, catalogue_entry, found_tool
 
 @LEVEL_3.register
 class ToolSearcher(Tool):
-    """The level-3 searcher (spec tools-level3 §3): catalogue of the other level-3 tools, one match.
+    """The level-3 searcher: catalogue of the other level-3 tools, one match.
 
     Unlike the level-1/2 searcher it never records a GetUserToken entry, so a token-taking match
     fails on the missing attribute; no level-3 tool takes a token, so that path is unreachable with

@@ -2,7 +2,7 @@
 
 Two parsers, one per scoring protocol:
 
-* :mod:`.paper` reproduces the original evaluator's regular expressions (spec protocol §3): every
+* :mod:`.paper` reproduces the original evaluator's regular expressions: every
   value is text, lists are raw text, unquoted numbers stop at the first non-word character.
 * :mod:`.typed` is the corrected protocol's parser: the call is parsed with ``ast`` and only
   literal keyword arguments are accepted (nothing is ever evaluated).

@@ -1,4 +1,4 @@
-"""The original evaluator's call extraction and parameter parsing (spec protocol §3), bug for bug.
+"""The original evaluator's call extraction and parameter parsing, bug for bug.
 
 The original applies two regular expressions: ``\\[(\\w+)\\((.*)\\)\\]`` to find the call (leftmost,
 one line, greedy to the line's last ``)]``), then a three-way alternation to pull ``key=value``
