@@ -95,7 +95,10 @@ def main() -> None:
     if args.gguf:
         model, label = args.gguf, Path(args.gguf).name
     else:
-        from apibank.generate.tiny import build_tiny_model
+        import sys
+
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' tiny models
+        from tests.support.tiny import build_tiny_model
 
         corpus = [e.turns[0].user for e in sets["level-3"]]
         model, label = str(build_tiny_model(Path(tempfile.mkdtemp()) / "tiny", corpus)), "tiny random model"

@@ -53,7 +53,10 @@ def main() -> None:
     from apibank.generate import TransformersBackend, build_conversation, generate_predictions
     from apibank.generate.backends.decoding import hand_loop
     from apibank.generate.runner import generation_order, sized_settings
-    from apibank.generate.tiny import build_tiny_model
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' tiny models
+    from tests.support.tiny import build_tiny_model
     from apibank.pipeline import load_rows
 
     level_rows = load_rows([args.level], args.data_dir)

@@ -237,3 +237,13 @@ def test_the_tool_scan_sees_what_it_must(tmp_path):
         (6, "string 'ToolSearcher'"),
         (8, "imports apibank_tools.level3.get_weather"),
     ]
+
+
+def test_tests_mirror_the_rooms_and_helpers_live_in_tests_support():
+    tests = REPO / "tests"
+    rooms = {p.name for p in (REPO / "apibank").iterdir() if p.is_dir() and (p / "__init__.py").exists()} | {"tools"}
+    folders = {p.name for p in tests.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))} - {"support"}
+    assert folders <= rooms, f"test folders that name no room of the package: {sorted(folders - rooms)}"
+    # what only tests use (tiny models, stand-in servers, mutations of gold trajectories) is not shipped
+    assert not list((REPO / "apibank").rglob("tiny.py")) and not list((REPO / "apibank").rglob("mutations.py"))
+    assert (tests / "support" / "tiny.py").is_file() and (tests / "support" / "hub_standin.py").is_file()

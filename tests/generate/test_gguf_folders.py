@@ -11,7 +11,7 @@ from transformers import AutoTokenizer
 
 from apibank.evals import local_model
 from apibank.generate.backends import loading
-from apibank.generate.tiny import build_tiny_model
+from support.tiny import build_tiny_model
 
 TEMPLATE = "{% for message in messages %}<<{{ message['content'] }}>>{% endfor %}"
 

@@ -95,7 +95,7 @@ def test_text_prompt_shows_tools_calls_and_results():
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory, data_dir):
-    from apibank.generate.tiny import build_tiny_model
+    from support.tiny import build_tiny_model
 
     corpus = [e.turns[0].user for e in load_episodes("level-3", data_dir).episodes] + ['{"name": "QueryMeeting", "arguments": {}}']
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", corpus)

@@ -13,7 +13,7 @@ from apibank.data.dialogues import mapping_source
 from apibank.data.rows import iter_rows
 from apibank.generate.conversation import build_conversation, display
 from apibank.generate.templates import TemplateAdapter
-from apibank.generate.tiny import train_tokenizer
+from support.tiny import train_tokenizer
 from apibank.train.formats import (
     TRAINER_CONFIGS,
     Failure,
@@ -23,8 +23,8 @@ from apibank.train.formats import (
     training_dialogues,
 )
 from apibank.train.upstream_text import Unconvertible, parse_flattened, parse_request, render_dialogue, request_text
+from support.paths import TEMPLATES_DIR as TEMPLATES
 
-TEMPLATES = Path(__file__).parent / "templates"
 
 # The level-3 training set of the local copy (907 API + 338 response samples).
 TRAINING_SEEN = 1245

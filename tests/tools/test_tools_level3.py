@@ -29,7 +29,7 @@ CATALOGUE = [
 
 def _dialogues() -> list[dict[str, Any]]:
     # Parametrisation happens before fixtures exist: the same place as conftest's ``data_dir``.
-    shared = Path(__file__).resolve().parents[2] / "shared" / "apibank-upstream"
+    shared = Path(__file__).resolve().parents[3] / "shared" / "apibank-upstream"
     return json.loads((shared / GOLD_FILE).read_text("utf-8"))
 
 

@@ -19,10 +19,10 @@ from apibank.generate.backends.hf import _HFRendering, read_chat_template
 from apibank.generate.conversation import _result_shown, build_conversation, display
 from apibank.generate.runner import generate_predictions
 from apibank.generate.templates import ORDER, TemplateAdapter, TemplateRefusal, adapt
-from apibank.generate.tiny import train_tokenizer
+from support.tiny import train_tokenizer
 from apibank.pipeline import load_rows
+from support.paths import TEMPLATES_DIR as TEMPLATES
 
-TEMPLATES = Path(__file__).parent / "templates"
 
 EXPECTED = {
     ("strict_alternation", "chat"): ["tool-results-as-user", "system-in-first-user", "merge-consecutive"],

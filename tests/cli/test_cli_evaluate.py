@@ -12,7 +12,7 @@ from huggingface_hub import ModelCard, parse_eval_result_entries
 import apibank_cli
 from apibank.generate import TransformersBackend
 from apibank.generate.predictions import read_predictions
-from apibank.generate.tiny import build_tiny_model
+from support.tiny import build_tiny_model
 from apibank.pipeline import load_rows
 
 OUTPUT_FILES = (

@@ -30,8 +30,9 @@ from apibank.generate.backends import EndpointError
 from apibank.generate.backends.http import MAX_RETRY_AFTER, retry_after as _retry_after
 from apibank.generate.predictions import read_predictions
 from apibank.pipeline import load_rows
+from support.paths import TEMPLATES_DIR as TEMPLATES
 
-TEMPLATE = (Path(__file__).parent / "templates" / "strict_alternation.jinja").read_text()
+TEMPLATE = (TEMPLATES / "strict_alternation.jinja").read_text()
 SETTINGS = DecodingSettings(max_new_tokens=16)
 
 

@@ -18,7 +18,7 @@ from apibank_tools.registry import LEVEL_1_2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-SPEC = Path(__file__).resolve().parents[1].parent / "shared" / "spec" / "tools-a-m.md"
+SPEC = Path(__file__).resolve().parents[2].parent / "shared" / "spec" / "tools-a-m.md"
 DIALOGUE_FOLDERS = ("lv1-lv2-samples/level-1-given-desc", "lv1-lv2-samples/level-2-toolsearcher")
 
 # (gold calls, reproduced from fresh state, only after replaying the dialogue, not reproducible):

@@ -29,7 +29,7 @@ from apibank.data.upstream import (
 from apibank_dataset import ApiBank
 
 TEST_CONFIGS = ("level-1", "level-2", "level-3")
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _floats_to_12_digits(value):
@@ -262,7 +262,7 @@ def test_export_registers_the_benchmark_with_structured_rows(exported, data_dir,
 
 
 def test_export_push_to_hub_uploads_the_repository(exported, tmp_path, monkeypatch):
-    from hub_standin import HubStandIn, point_huggingface_hub_at
+    from support.hub_standin import HubStandIn, point_huggingface_hub_at
 
     from apibank.hub.dataset_repo import push_repository
 

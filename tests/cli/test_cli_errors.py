@@ -12,8 +12,8 @@ import pytest
 
 from apibank.cli.checks import gguf_chat_template
 from apibank.cli.main import main
+from support.paths import TEMPLATES_DIR as TEMPLATES
 
-TEMPLATES = Path(__file__).parent / "templates"
 
 
 def _gguf(path: Path, metadata: dict[str, str]) -> Path:

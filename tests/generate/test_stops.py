@@ -14,7 +14,7 @@ from apibank.generate.backends import Backend, Completion
 from apibank.generate.backends.decoding import GreedyDecoder, hand_loop
 from apibank.generate.runner import generation_order, sized_settings, token_budgets
 from apibank.generate.stops import LINE_STOPS, PAPER_STOPS, answer_text, cut_at_stop, first_stop, stops_for
-from apibank.generate.tiny import build_tiny_model
+from support.tiny import build_tiny_model
 from apibank.pipeline import load_rows, parse_price, usage_totals
 
 

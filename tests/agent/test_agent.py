@@ -9,7 +9,7 @@ import pytest
 from apibank.agent.agents import NoCallAgent, OracleAgent
 from apibank.agent.environment import EpisodeEnvironment, searched_names
 from apibank.data.episodes import load_episodes
-from apibank.agent.mutations import MUTATIONS, mutation_report
+from support.mutations import MUTATIONS, mutation_report
 from apibank.agent.runner import default_gold_cache, run_episode, run_level, summarise
 from apibank.agent.trials import pass_at_k, pass_hat_k
 from apibank.cli.main import main

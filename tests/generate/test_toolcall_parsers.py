@@ -12,7 +12,7 @@ from apibank.generate.backends.base import Backend, Completion
 from apibank.generate.backends.hf import _HFRendering
 from apibank.generate.conversation import build_conversation
 from apibank.generate.runner import generate_predictions
-from apibank.generate.tiny import train_tokenizer
+from support.tiny import train_tokenizer
 from apibank.generate.toolcalls import MAX_TEXT_CHARS, call_text, calls_from_message, calls_in_text
 from apibank.pipeline import load_rows
 

@@ -69,7 +69,7 @@ def test_epochs_give_pass_hat_k_and_pass_at_k(data_dir, tmp_path):
 
 def test_inspect_eval_command_runs_offline_with_mockllm(data_dir, tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "APIBANK_DATA_DIR": str(data_dir), "INSPECT_LOG_DIR": str(tmp_path)}
-    task = Path(__file__).resolve().parents[1] / "apibank" / "evals" / "agentic.py"
+    task = Path(__file__).resolve().parents[2] / "apibank" / "evals" / "agentic.py"
     result = subprocess.run(
         [sys.executable, "-m", "inspect_ai", "eval", f"{task}@apibank_agentic", "-T", "level=level-3",
          "--model", "mockllm/model", "--limit", "2", "--display", "plain", "--log-format", "json"],

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from apibank.data import upstream
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_network_is_cut_except_loopback():

@@ -9,7 +9,7 @@ import datetime as _dt
 import pytest
 import yaml
 from huggingface_hub import EvalResultEntry, parse_eval_result_entries
-from hub_standin import HubStandIn, point_huggingface_hub_at
+from support.hub_standin import HubStandIn, point_huggingface_hub_at
 
 import apibank_cli
 from apibank.hub.agentic import agentic_subset_reason

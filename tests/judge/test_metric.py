@@ -16,7 +16,7 @@ from apibank.hub.metric_space import push_metric
 from apibank.data.rows import iter_rows
 from apibank.judge.scoring import ReferenceError, score
 
-METRIC_SCRIPT = Path(__file__).resolve().parents[1] / "apibank_metric.py"
+METRIC_SCRIPT = Path(__file__).resolve().parents[2] / "apibank_metric.py"
 
 
 @pytest.fixture(autouse=True)

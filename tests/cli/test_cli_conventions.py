@@ -14,7 +14,7 @@ import pytest
 from apibank.cli.main import MAX_LINE, build_parser, main, one_line
 from apibank.errors import DataFolderError, UserError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _error_line(capsys, command: str) -> str:

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from huggingface_hub import EvalResult, ModelCard, parse_eval_result_entries
 from huggingface_hub.repocard_data import model_index_to_eval_results
-from hub_standin import HubStandIn, point_huggingface_hub_at
+from support.hub_standin import HubStandIn, point_huggingface_hub_at
 
 import apibank_cli
 from apibank.hub import leaderboard, tasks

@@ -1,0 +1,1 @@
+"""Test support: stand-ins, tiny models, templates and mutations the tests share."""

@@ -1,0 +1,6 @@
+"""Where the tests find the repository and their files."""
+
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
