@@ -104,4 +104,7 @@ def write_outputs(results: Mapping[str, Any], output: Path) -> dict[str, Path]:
         paths["eval_results"],
         yaml.safe_dump(eval_result_entries_to_yaml(leaderboard_entries(results)), sort_keys=False, allow_unicode=True),
     )
+    from apibank.report.html import write_report_html
+
+    paths["report_html"] = write_report_html(output)
     return paths
