@@ -138,6 +138,7 @@
   function browser(container, items, filters, columns, detail) {
     var state = {}, shown = PAGE;
     var params = new URLSearchParams((location.hash || "").replace(/^#/, ""));
+    var expand = params.get("expand") === "1";  // open every shown row (printing, tests)
     var controls = el("div", { "class": "filters" });
     filters.forEach(function (f) {
       var values = uniq([].concat.apply([], items.map(function (it) { var v = f.get(it); return Array.isArray(v) ? v : [v]; })));
@@ -178,6 +179,7 @@
       var selected = items.filter(matches);
       var hash = new URLSearchParams();
       Object.keys(state).forEach(function (k) { if (state[k]) hash.set(k, state[k]); });
+      if (expand) hash.set("expand", "1");
       if (reset && history.replaceState) history.replaceState(null, "", "#" + hash.toString());
       count.textContent = "";
       append(count, [el("span", { id: "shown-count" }, selected.length), " of " + items.length + " shown"]);
@@ -188,12 +190,14 @@
           return el("td", { "class": c.cls ? c.cls(it) : null }, v === null || v === undefined ? "-" : v);
         }));
         var open = null;
-        row.addEventListener("click", function () {
+        function toggle() {
           if (open) { open.remove(); open = null; return; }
           open = el("tr", { "class": "detail" }, el("td", { colspan: columns.length }, detail(it)));
           row.after(open);
-        });
+        }
+        row.addEventListener("click", toggle);
         body.appendChild(row);
+        if (expand) toggle();
       });
       more.style.display = selected.length > shown ? "" : "none";
     }
@@ -457,4 +461,5 @@
   var app = document.getElementById("app");
   ({ classic: classicView, agentic: agenticView, compare: compareView })[DATA.view](app);
   document.documentElement.setAttribute("data-ready", "1");
+  document.documentElement.setAttribute("data-render-ms", Math.round(performance.now()));
 })();
