@@ -59,9 +59,16 @@
   }
 
   // ---- plots (inline SVG) ----
+  var colorOf = (function () {  // one colour per name across the whole page
+    var given = {}, next = 0;
+    return function (name) {
+      if (!(name in given)) given[name] = COLORS[next++ % COLORS.length];
+      return given[name];
+    };
+  })();
   function legend(names) {
-    return el("div", { "class": "legend" }, names.map(function (name, i) {
-      return el("span", {}, el("span", { "class": "swatch", style: "background:" + COLORS[i % COLORS.length] }), name);
+    return el("div", { "class": "legend" }, names.map(function (name) {
+      return el("span", {}, el("span", { "class": "swatch", style: "background:" + colorOf(name) }), name);
     }));
   }
   function groupedBars(title, groups, series, values, intervals) {
@@ -79,7 +86,7 @@
         var v = values[s][g];
         if (v === null || v === undefined) return;
         var x = x0 + s * 34;
-        root.appendChild(svg("rect", { x: x, y: y(v), width: 28, height: y(0) - y(v), fill: COLORS[s % COLORS.length] }));
+        root.appendChild(svg("rect", { x: x, y: y(v), width: 28, height: y(0) - y(v), fill: colorOf(name) }));
         root.appendChild(svg("text", { x: x + 14, y: y(v) - 3, "font-size": 9, "text-anchor": "middle" }, (100 * v).toFixed(1)));
         var ci = intervals && intervals[s][g];
         if (ci && ci[0] !== null) {
@@ -106,10 +113,10 @@
     root.appendChild(svg("line", { x1: left, x2: w - 4, y1: y(0), y2: y(0), stroke: "#999" }));
     groups.forEach(function (group, g) {
       var x = left + 12 + g * 70, base = 0;
-      names.forEach(function (name, i) {
+      names.forEach(function (name) {
         var v = (counts[g] || {})[name] || 0;
         if (!v) return;
-        var rect = svg("rect", { x: x, y: y(base + v), width: 40, height: y(base) - y(base + v), fill: COLORS[i % COLORS.length] });
+        var rect = svg("rect", { x: x, y: y(base + v), width: 40, height: y(base) - y(base + v), fill: colorOf(name) });
         rect.appendChild(svg("title", {}, name + ": " + v));
         root.appendChild(rect);
         base += v;
