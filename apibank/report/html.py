@@ -24,6 +24,7 @@ from apibank.files import atomic_write_text, json_safe
 
 REPORT_HTML_FILE = "report.html"
 COMPARE_HTML_FILE = "compare.html"
+RESULTS_FILE = "results.json"
 TRAJECTORIES_FILE = "trajectories.jsonl"
 
 try:  # the paper's error type of each wrong verdict, where this version of the package maps them
@@ -78,10 +79,6 @@ class _Strings:
         return out
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    from apibank.hub.details import _read_jsonl as read_jsonl
-
-    return read_jsonl(path) if path.is_file() else []
 
 
 def _verdict(entry: Mapping[str, Any]) -> str:
@@ -118,14 +115,15 @@ def gold_of(row: Mapping[str, Any]) -> dict[str, Any]:
 
 def classic_data(run_dir: Path, rows: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """The viewer's data for an ``apibank evaluate``/``score`` folder."""
+    from apibank.agent.runner import read_trajectories as read_json_lines
     from apibank.generate.predictions import read_predictions
-    from apibank.pipeline import DETAILS_FILE, PREDICTIONS_FILE, RESULTS_FILE
 
     results = json.loads((run_dir / RESULTS_FILE).read_text(encoding="utf-8"))
+    files = results.get("files") or {}  # the run names its own files
     strings = _Strings()
     gold = {str(row["id"]): gold_of(row) for row in rows or ()}
     records = {}
-    for record in read_predictions(run_dir / PREDICTIONS_FILE):
+    for record in read_predictions(run_dir / files.get("predictions", "predictions.jsonl")):
         raw = record.get("raw_output")
         records[record["id"]] = {
             "prompt": strings.encode(record.get("prompt")),
@@ -134,7 +132,7 @@ def classic_data(run_dir: Path, rows: Sequence[Mapping[str, Any]] | None = None)
             "raw_output": raw if raw != record.get("prediction") else None,
         }
     samples = []
-    for entry in _read_jsonl(run_dir / DETAILS_FILE):
+    for entry in read_json_lines(run_dir / files.get("details", "details.jsonl")):
         sample_id = str(entry.get("id"))
         expected = gold.get(sample_id, {})
         samples.append({
@@ -170,7 +168,7 @@ def agentic_data(run_dir: Path) -> dict[str, Any]:
     """The viewer's data for an ``apibank agent`` folder."""
     from apibank.agent.runner import read_trajectories
 
-    results = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
+    results = json.loads((run_dir / RESULTS_FILE).read_text(encoding="utf-8"))
     episodes = []
     for record in read_trajectories(run_dir / TRAJECTORIES_FILE):
         verdict = record.get("verdict") or {}
@@ -183,7 +181,7 @@ def agentic_data(run_dir: Path) -> dict[str, Any]:
 
 def is_agentic(run_dir: Path) -> bool:
     """An ``apibank agent`` folder: its results.json has per-level summaries (a mapping), a classic one a list."""
-    results = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
+    results = json.loads((run_dir / RESULTS_FILE).read_text(encoding="utf-8"))
     return isinstance(results.get("levels"), dict)
 
 
@@ -208,7 +206,7 @@ def _flipped_ids(comparison: Mapping[str, Any]) -> set[str]:
 def _run_side(path: str | None, ids: set[str], rows: Sequence[Mapping[str, Any]] | None) -> dict[str, Any]:
     """The parts of one compared run that its flipped samples need (nothing when the folder is gone)."""
     run_dir = Path(path or "")
-    if not path or not (run_dir / "results.json").is_file():
+    if not path or not (run_dir / RESULTS_FILE).is_file():
         return {"missing": True}
     if is_agentic(run_dir):
         data = agentic_data(run_dir)
