@@ -216,7 +216,8 @@
   }
   function fields(pairs) {
     return el("div", { "class": "fields" }, pairs.filter(function (p) { return p[1] !== undefined; }).map(function (p) {
-      return [el("div", { "class": "key" }, p[0]), el("div", {}, p[1] instanceof Node ? p[1] : pre(p[1]))];
+      var value = p[1] === null ? el("div", { "class": "empty" }, "(none)") : p[1] instanceof Node ? p[1] : pre(p[1]);
+      return [el("div", { "class": "key" }, p[0]), el("div", {}, value)];
     }));
   }
 
@@ -436,7 +437,7 @@
           return el("tr", {}, el("td", {}, e.protocol), el("td", {}, e.level), el("td", {}, e.metric),
             el("td", { "class": "num" }, e.n), el("td", { "class": "num" }, num(e.a)), el("td", { "class": "num" }, num(e.b)),
             el("td", { "class": "num" }, num(e.difference)), el("td", { "class": "num" }, Array.isArray(e.ci95) ? "[" + num(e.ci95[0]) + ", " + num(e.ci95[1]) + "]" : "-"),
-            el("td", { "class": "num" }, e.p), el("td", { "class": "num" }, flips.filter(function (f) { return f.direction === "gained"; }).length + "/" + flips.filter(function (f) { return f.direction === "lost"; }).length));
+            el("td", { "class": "num" }, typeof e.p === "number" ? "p=" + Number(e.p.toPrecision(2)) : "-"), el("td", { "class": "num" }, flips.filter(function (f) { return f.direction === "gained"; }).length + "/" + flips.filter(function (f) { return f.direction === "lost"; }).length));
         }))));
       var flips = [];
       (c.comparisons || []).forEach(function (e) {
