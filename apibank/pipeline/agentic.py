@@ -11,6 +11,7 @@ from typing import Any, Mapping
 from apibank.agent.files import report_markdown
 from apibank.files import LEADERBOARD_DIR, REPORT_FILE, RESULTS_FILE, atomic_write_text, write_json
 from apibank.hub.agentic import write_agentic_leaderboard_files
+from apibank.report.html import write_report_html
 
 
 def write_agentic_outputs(
@@ -28,4 +29,5 @@ def write_agentic_outputs(
         results, output / LEADERBOARD_DIR, dataset_id=dataset_id, dataset_revision=dataset_revision
     )
     paths.update({key if key == "eval_yaml" else "eval_results": path for key, path in leaderboard.items()})
+    paths["report_html"] = write_report_html(output)
     return paths

@@ -83,6 +83,7 @@ def write_outputs(
     source: Any = None,
 ) -> dict[str, Path]:
     from apibank.hub.leaderboard import write_leaderboard_files
+    from apibank.report.html import write_report_html
     from apibank.report.markdown import write_report
 
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -94,6 +95,7 @@ def write_outputs(
         "results": output_dir / RESULTS_FILE,
         "details": output_dir / DETAILS_FILE,
         "report": write_report(results, rows, output_dir, protocol=leaderboard_protocol),
+        "report_html": write_report_html(output_dir, rows),
     }
     paths.update(
         write_leaderboard_files(
