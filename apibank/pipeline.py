@@ -29,6 +29,7 @@ from apibank.files import atomic_write_text, atomic_writer, dumps_strict, json_l
 from apibank.generate.backends import Backend, make_backend
 from apibank.generate.predictions import read_predictions, write_predictions
 from apibank.generate.runner import generate_predictions, sized_settings
+from apibank.report.annotate import annotate_scores
 from apibank.report.table import LEVELS, format_table
 
 PREDICTIONS_FILE = "predictions.jsonl"
@@ -231,7 +232,10 @@ def build_results(
         "counts": counts(rows),
         "dataset": {"id": dataset_id, "upstream_revision": _revision(scores, rows), "split": "test"},
         "protocols": scores.get("protocols", {}),
-        "scores": {key: value for key, value in scores.items() if key not in {"details", "protocols", "revision"}},
+        "scores": annotate_scores(
+            {key: value for key, value in scores.items() if key not in {"details", "protocols", "revision"}},
+            scores.get("details") or [],
+        ),
         "usage": dict(usage or {}),
         "versions": library_versions(),
         "files": {"predictions": PREDICTIONS_FILE, "details": DETAILS_FILE, "report": REPORT_FILE},

@@ -7,6 +7,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from apibank.report.errors import markdown_section as error_section
+from apibank.report.intervals import INTERVAL_NOTE
 from apibank.report.table import LEVELS, PROTOCOL_ORDER, markdown_table
 
 PLOTS = {
@@ -176,7 +178,9 @@ def write_report(
         *usage_section(results.get("usage") or {}),
         "## Scores",
         "",
-        markdown_table(scores, levels),
+        markdown_table(scores, levels, intervals=True),
+        "",
+        INTERVAL_NOTE,
         "",
     ]
     for name, text in (results.get("protocols") or {}).items():
@@ -202,6 +206,7 @@ def write_report(
         for level in levels:
             for category, count in sorted((scores[name].get(level, {}).get("errors") or {}).items()):
                 lines.append(f"| {name} | {level} | {category} | {count} |")
+    lines += ["", *error_section(scores, levels, protocols)]
     lines += [
         "",
         f"## Per-API error rates ({protocol} protocol)",
