@@ -77,6 +77,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     out.add_argument("--push-eval-yaml", type=_hub_id("--push-eval-yaml"), default=None, metavar="DATASET_REPO",
                      help="with --push-to-hub: also open a pull request adding eval.yaml to this dataset repository")
     out.add_argument("--json", action="store_true", help="print results.json instead of the table")
+    out.add_argument("--errors", action="store_true",
+                     help="also print the error analysis: wrong API calls by the paper's error types, per level "
+                     "and protocol (always in results.json and report.md)")
     out.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -222,6 +225,10 @@ def run(args: argparse.Namespace) -> int:
               "Run the same command again to resume where it stopped.", file=sys.stderr)
         return 130
     print(json.dumps(results, indent=2, default=str) if args.json else results_table(results))
+    if args.errors:
+        from apibank.report.errors import results_error_table
+
+        print("\n" + results_error_table(results))
     print(f"\nwritten to {output}/ (results.json, predictions.jsonl, details.jsonl, report.md, leaderboard/)")
     note = leaderboard_note(results, args.dataset_id)
     if note:

@@ -18,6 +18,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dataset-id", default=None, help="Hub dataset id the leaderboard files point at")
     parser.add_argument("--leaderboard-protocol", choices=("paper", "corrected"), default="paper")
     parser.add_argument("--json", action="store_true", help="print results.json instead of the table")
+    parser.add_argument("--errors", action="store_true", help="also print the error analysis (the paper's error types)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -39,4 +40,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"apibank score: error: {error}", file=sys.stderr)
         return 2
     print(json.dumps(results, indent=2, default=str) if args.json else results_table(results))
+    if args.errors:
+        from apibank.report.errors import results_error_table
+
+        print("\n" + results_error_table(results))
     return 0

@@ -169,4 +169,13 @@ def markdown_section(scores: Mapping[str, Any], levels: Sequence[str], protocols
         lines.append(f"| {category} | {name} | {'yes' if TYPES[name] else 'no'} | {why} |")
     lines.append(f"| OUTPUT_MISMATCH, INPUT_MISMATCH, UNCATEGORISED on {SEARCHER} | {FAILED_API_RETRIEVAL} | yes | "
                  "the search returned another tool than the gold one |")
-    return lines + [""]
+    return lines
+
+
+def results_error_table(results: Mapping[str, Any]) -> str:
+    """:func:`error_table` for a results.json dictionary (its levels and protocols)."""
+    scores = results.get("scores") or {}
+    protocols = [p for p in ("paper", "corrected") if p in scores] + [
+        p for p in scores if p not in ("paper", "corrected") and isinstance(scores[p], dict)
+    ]
+    return error_table(scores, list(results.get("levels") or []), protocols)
