@@ -24,6 +24,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "export-dataset": ("apibank.cli.export_dataset", "write a script-free dataset repository"),
     "export-metric": ("apibank.cli.export_metric", "write the metric's Hub layout"),
     "agent": ("apibank.cli.agent", "agentic episodes: the model drives the tool loop, judged on what it achieved"),
+    "compare": ("apibank.cli.compare", "paired comparison of runs: differences, intervals, exact p-values, flips"),
 }
 USAGE_ERROR = 2
 INTERRUPTED = 130
