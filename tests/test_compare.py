@@ -81,6 +81,8 @@ def test_oracle_against_a_degraded_run_is_significant_at_every_level(runs, capsy
     lost = corrected_l1["flipped"]["lost"]
     assert lost["by_category"] == {"NO_API_CALL": len(replaced)}
     assert sum(lost["by_tool"].values()) == len(replaced) and "GetUserToken" in lost["by_tool"]
+    dialogues = next(e for e in api if (e["protocol"], e["level"], e["metric"]) == ("corrected", "level-3", "dialogue"))
+    assert "-" not in dialogues["flipped"]["lost"]["by_tool"]  # the tool where the dialogue first went wrong
     # responses were not touched
     assert all(e["difference"] == 0 and e["p"] == 1.0 for e in comparisons if e["metric"] == "response")
 

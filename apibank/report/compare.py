@@ -37,7 +37,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from apibank.report.intervals import percentile_interval, resample_weights
-from apibank.report.runs import BINARY_METRICS, Run
+from apibank.report.runs import BINARY_METRICS, Run, Sample
 
 ALPHA = 0.05
 POWER_FACTOR = 1.959964 + 0.841621  # z(0.975) + z(0.80)
@@ -132,12 +132,14 @@ def _paired(key: tuple[str, str, str], a: Run, b: Run) -> dict[str, Any] | None:
         "mdd": round(max(POWER_FACTOR * spread, floor), 12),
     }
     if binary:
-        flips = [
-            {"id": sample, "direction": "gained" if r.value > l.value else "lost",
-             "category": (l if r.value > l.value else r).category,
-             "tool": (r if r.value > l.value else l).tool or (l if r.value > l.value else r).tool}
-            for sample, l, r in zip(shared, left, right) if l.value != r.value
-        ]
+        flips = []
+        for sample, l, r in zip(shared, left, right):
+            if l.value == r.value:
+                continue
+            gained = r.value > l.value
+            (good_run, good), bad = ((b, r), l) if gained else ((a, l), r)
+            flips.append({"id": sample, "direction": "gained" if gained else "lost", "category": bad.category,
+                          "tool": _flip_tool(good_run, good, bad, protocol, level)})
         entry["flipped"] = {
             direction: {
                 "by_category": dict(Counter(f["category"] or "-" for f in flips if f["direction"] == direction).most_common()),
@@ -148,6 +150,16 @@ def _paired(key: tuple[str, str, str], a: Run, b: Run) -> dict[str, Any] | None:
         entry["flipped_samples"] = flips
     entry["line"] = summary_line(entry)
     return entry
+
+
+def _flip_tool(good_run: Run, good: Sample, bad: Sample, protocol: str, level: str) -> str | None:
+    """The tool of a flipped sample: what the succeeding run called (the gold tool, when its call is
+    correct); for a level-3 dialogue, what it called at the row where the other run first went wrong."""
+    if bad.row is not None:
+        call = good_run.samples.get((protocol, level, "api"), {}).get(bad.row)
+        if call is not None and call.tool:
+            return call.tool
+    return good.tool or bad.tool
 
 
 def _scale(entry: dict[str, Any]) -> tuple[float, str]:

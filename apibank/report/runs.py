@@ -32,6 +32,7 @@ class Sample:
     cluster: str
     category: str | None = None
     tool: str | None = None
+    row: str | None = None  # a failed dialogue's first wrong API-call row
 
 
 @dataclass
@@ -120,7 +121,7 @@ def _classic_samples(run: Run, details: list[Mapping[str, Any]]) -> None:
                 if before is None or (before.value and not sample.value):
                     failed = not sample.value  # the dialogue's category and tool are its first wrong call's
                     per_dialogue[cluster] = Sample(sample.value, cluster, sample.category if failed else None,
-                                                   sample.tool if failed else None)
+                                                   sample.tool if failed else None, sample_id if failed else None)
         elif kind == "response" and entry.get("score") is not None:
             run.samples.setdefault((protocol, level, "response"), {})[sample_id] = Sample(float(entry["score"]), cluster)
     for (protocol, level), per_dialogue in dialogues.items():
