@@ -55,7 +55,9 @@ def resample_weights(clusters: int, stratum: str, resamples: int = RESAMPLES, se
     if clusters == 0:
         return np.zeros((resamples, 0), dtype=np.int64)
     rng = np.random.default_rng([seed, zlib.crc32(stratum.encode("utf-8"))])
-    return rng.multinomial(clusters, np.full(clusters, 1.0 / clusters), size=resamples)
+    drawn = rng.integers(0, clusters, size=(resamples, clusters))  # each replicate: `clusters` draws with replacement
+    flat = drawn + (np.arange(resamples) * clusters)[:, None]
+    return np.bincount(flat.ravel(), minlength=resamples * clusters).reshape(resamples, clusters)
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,7 @@ def score_intervals(
     accuracy and ROUGE-L mean gains ``ci95`` ([low, high], the units of the score), ``n`` (rows) and
     ``clusters`` (dialogues), computed from the per-sample ``details``."""
     out = copy.deepcopy(dict(scores))
+    drawn: dict[tuple[int, str], np.ndarray] = {}  # protocols share a level's resamples (same seed, same draw)
     for protocol, blocks in out.items():
         if not isinstance(blocks, dict) or not any(str(key).startswith("level-") for key in blocks):
             continue
@@ -145,7 +148,9 @@ def score_intervals(
         pooled: dict[str, list[tuple[np.ndarray, Grouped]]] = {"api": [], "response": []}
         for level, cell in sorted(samples.items()):
             clusters = sorted({name for kind in ("api", "response") for name, _ in cell[kind]})
-            weights = resample_weights(len(clusters), level, resamples, seed)
+            if (len(clusters), level) not in drawn:
+                drawn[(len(clusters), level)] = resample_weights(len(clusters), level, resamples, seed)
+            weights = drawn[(len(clusters), level)]
             block = blocks.get(level) or {}
             for kind in ("api", "response", "dialogues"):
                 grouped = group(cell[kind], clusters)
