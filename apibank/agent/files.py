@@ -14,17 +14,25 @@ def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
+def _ci(summary: Mapping[str, Any], figure: str, percent: bool = False) -> str:
+    """`` [low, high]``: the figure's 95% interval over episodes, when the summary has one."""
+    bounds = (summary.get("ci95") or {}).get(figure)
+    if not bounds:
+        return ""
+    return f" [{100 * bounds[0]:.2f}, {100 * bounds[1]:.2f}]" if percent else f" [{bounds[0]:.4f}, {bounds[1]:.4f}]"
+
+
 def summary_table(levels: Mapping[str, Mapping[str, Any]]) -> str:
     rows = [
         ("episodes", lambda s: str(s["episodes"])),
-        ("success", lambda s: f"{_pct(s['success_rate'])} ({s['succeeded']}/{s['runs']})"),
-        ("pass^k", lambda s: f"{_num(s['pass_k'])} (k={s['trials']})"),
-        ("pass@k", lambda s: f"{_num(s['pass_at_k'])} (k={s['trials']})"),
+        ("success", lambda s: f"{_pct(s['success_rate'])}{_ci(s, 'success_rate', True)} ({s['succeeded']}/{s['runs']})"),
+        ("pass^k", lambda s: f"{_num(s['pass_k'])}{_ci(s, 'pass_k')} (k={s['trials']})"),
+        ("pass@k", lambda s: f"{_num(s['pass_at_k'])}{_ci(s, 'pass_at_k')} (k={s['trials']})"),
         ("state equal", lambda s: f"{s['state_ok']}/{s['runs']}"),
         ("information obtained", lambda s: f"{s['information_ok']}/{s['runs']}"),
         ("call precision", lambda s: _num(s["call_precision"])),
         ("call recall", lambda s: _num(s["call_recall"])),
-        ("answer ROUGE-L", lambda s: _num(s["response_rouge_l"])),
+        ("answer ROUGE-L", lambda s: _num(s["response_rouge_l"]) + _ci(s, "response_rouge_l")),
         ("episodes needing no call", lambda s: str(s["needs_no_call"])),
     ]
     names = list(levels)
@@ -46,6 +54,7 @@ def report_markdown(results: Mapping[str, Any]) -> str:
         "",
         "An episode succeeds when the final databases equal the gold replay's, table by table, and every "
         "result the gold calls read was obtained by some call of the model. ROUGE-L is reported beside it.",
+        "Brackets: 95% interval by a percentile bootstrap over episodes (each resampled with all its trials).",
     ]
     for level, summary in levels.items():
         if summary["gold_calls_excluded"] or summary["skipped_files"] or summary["gold_reads_drifted"]:

@@ -137,6 +137,7 @@ def summarise(episodes: EpisodeSet, records: Iterable[dict[str, Any]], trials: i
     excluded = drifted = needs_no_call = 0
     stopped_early: dict[str, int] = {}
     runs = 0
+    rouge_by_episode: dict[str, list[float]] = {}
     for record in records:
         if record["episode"] not in by_episode:
             continue
@@ -147,6 +148,7 @@ def summarise(episodes: EpisodeSet, records: Iterable[dict[str, Any]], trials: i
         info_ok += verdict["information_ok"]
         if verdict["rouge_l"] is not None:
             rouge.append(verdict["rouge_l"])
+            rouge_by_episode.setdefault(record["episode"], []).append(verdict["rouge_l"])
         precision_num += verdict["matched_calls"]
         model_calls += verdict["model_calls"]
         gold_calls += verdict["gold_calls"]
@@ -178,7 +180,26 @@ def summarise(episodes: EpisodeSet, records: Iterable[dict[str, Any]], trials: i
         "gold_calls_excluded": excluded,
         "gold_reads_drifted": drifted,
         "skipped_files": episodes.skipped,
+        "ci95": _intervals(by_episode, rouge_by_episode, trials, episodes.level),
     }
+
+
+def _intervals(by_episode: dict[str, list[bool]], rouge: dict[str, list[float]], trials: int, level: str) -> dict:
+    """95% intervals over episodes (resampled whole, with all their trials) for success, pass^k, pass@k, ROUGE-L."""
+    from apibank.report.intervals import episode_intervals
+
+    per_episode: dict[str, dict[str, float | None]] = {}
+    for episode, outcomes in by_episode.items():
+        complete = len(outcomes) >= trials
+        per_episode[episode] = {
+            "success_rate": float(sum(outcomes)) if outcomes else None,
+            "success_rate/": float(len(outcomes)),
+            "pass_k": pass_hat_k(trials, sum(outcomes[:trials]), trials) if complete else None,
+            "pass_at_k": pass_at_k(trials, sum(outcomes[:trials]), trials) if complete else None,
+            "response_rouge_l": sum(rouge[episode]) if episode in rouge else None,
+            "response_rouge_l/": float(len(rouge.get(episode, ()))),
+        }
+    return episode_intervals(per_episode, level)
 
 
 # ------------------------------------------------------------------------------------------ runs

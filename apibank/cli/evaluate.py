@@ -78,6 +78,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                      help="with --push-to-hub: also open a pull request adding eval.yaml to this dataset repository")
     out.add_argument("--json", action="store_true", help="print results.json instead of the table")
     add_quiet(out)
+    out.add_argument("--errors", action="store_true",
+                     help="also print the error analysis: wrong API calls by the paper's error types, per level "
+                     "and protocol (always in results.json and report.md)")
 
 
 def hub_id(flag: str):
@@ -217,6 +220,10 @@ def run(args: argparse.Namespace) -> int:
         return 130
     print(json.dumps(results, indent=2, default=str) if args.json else results_table(results))
     said = sys.stderr if args.json else sys.stdout  # --json: stdout holds the JSON alone
+    if args.errors:
+        from apibank.report.errors import results_error_table
+
+        print("\n" + results_error_table(results), file=said)
     print(f"\nwritten to {output}/ (results.json, predictions.jsonl, details.jsonl, report.md, leaderboard/)",
           file=said)
     note = leaderboard_note(results, args.dataset_id)

@@ -28,6 +28,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "export-metric": ("apibank.cli.export_metric", "write the metric's Hub layout"),
     "agent": ("apibank.cli.agent", "agentic episodes: the model drives the tool loop, judged on what it achieved"),
     "inspect-model": ("apibank.cli.inspect_model", "prepare the test extra's Gemma 3 270M for inspect-ai's hf/ provider"),
+    "compare": ("apibank.cli.compare", "paired comparison of runs: differences, intervals, exact p-values, flips"),
 }
 USAGE_ERROR = 2
 INTERRUPTED = 130

@@ -26,6 +26,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--leaderboard-protocol", choices=PROTOCOLS, default=DEFAULT_PROTOCOL)
     parser.add_argument("--json", action="store_true", help="print results.json instead of the table")
     add_quiet(parser)
+    parser.add_argument("--errors", action="store_true", help="also print the error analysis (the paper's error types)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -59,6 +60,10 @@ def run(args: argparse.Namespace) -> int:
         progress=show_progress(args),
     )
     print(json.dumps(results, indent=2, default=str) if args.json else results_table(results))
+    if args.errors:
+        from apibank.report.errors import results_error_table
+
+        print("\n" + results_error_table(results))
     note = leaderboard_note(results, args.dataset_id)
     if note:
         print(f"note: {note}", file=sys.stderr)

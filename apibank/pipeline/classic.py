@@ -5,10 +5,11 @@ Output folder layout (``evaluate``):
 * ``predictions.jsonl``: one line per row (id, prediction, exact prompt, raw output, format, decoding, model,
   and usage: prompt_tokens, generated_tokens, seconds);
 * ``details.jsonl``: the metric's per-sample verdicts (both protocols);
-* ``results.json``: scores, counts, revisions, protocol descriptions, model, backend, dtype, batch size,
-  decoding settings, ``subset`` (a ``--limit`` run or a partial file), ``usage`` (prompt_tokens,
-  generated_tokens, seconds, samples/s, cost with a price), ``versions`` (apibank, transformers, torch,
-  vLLM), the chat template's SHA-256 under ``model``;
+* ``results.json``: scores (each with its 95% interval ``ci95``, ``n`` and ``clusters``, each level with the
+  paper's ``error_types``: :mod:`apibank.report.annotate`), counts, revisions, protocol descriptions, model,
+  backend, dtype, batch size, decoding settings, ``subset`` (a ``--limit`` run or a partial file), ``usage``
+  (prompt_tokens, generated_tokens, seconds, samples/s, cost with a price), ``versions`` (apibank,
+  transformers, torch, vLLM), the chat template's SHA-256 under ``model``;
 * ``report.md`` with PNG plots;
 * ``leaderboard/``: ``dataset/eval.yaml``; with a ``dataset_id`` and complete levels also
   ``model/README.md`` (model-index) and ``model/.eval_results/<variant>.yaml``, one per protocol

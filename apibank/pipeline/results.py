@@ -9,6 +9,7 @@ from typing import Any, Mapping, Sequence
 
 from apibank.files import DETAILS_FILE, PREDICTIONS_FILE, REPORT_FILE
 from apibank.benchmark import LEVELS, PROTOCOLS
+from apibank.report.annotate import annotate_scores
 from apibank.report.table import format_table
 
 
@@ -138,7 +139,10 @@ def build_results(
         "counts": counts(rows),
         "dataset": {"id": dataset_id, "upstream_revision": _revision(scores, rows), "split": "test"},
         "protocols": scores.get("protocols", {}),
-        "scores": {key: value for key, value in scores.items() if key not in {"details", "protocols", "revision"}},
+        "scores": annotate_scores(
+            {key: value for key, value in scores.items() if key not in {"details", "protocols", "revision"}},
+            scores.get("details") or [],
+        ),
         "usage": dict(usage or {}),
         "versions": library_versions(),
         "files": {"predictions": PREDICTIONS_FILE, "details": DETAILS_FILE, "report": REPORT_FILE},

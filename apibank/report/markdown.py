@@ -9,6 +9,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from apibank.benchmark import LEVELS, PROTOCOLS
 from apibank.files import REPORT_FILE, atomic_path, atomic_write_text
+from apibank.report.errors import markdown_section as error_section
+from apibank.report.intervals import INTERVAL_NOTE
 from apibank.report.table import markdown_table
 
 PLOTS = {
@@ -182,7 +184,9 @@ def write_report(
         *usage_section(results.get("usage") or {}),
         "## Scores",
         "",
-        markdown_table(scores, levels),
+        markdown_table(scores, levels, intervals=True),
+        "",
+        INTERVAL_NOTE,
         "",
     ]
     for name, text in (results.get("protocols") or {}).items():
@@ -208,6 +212,7 @@ def write_report(
         for level in levels:
             for category, count in sorted((scores[name].get(level, {}).get("errors") or {}).items()):
                 lines.append(f"| {name} | {level} | {category} | {count} |")
+    lines += ["", *error_section(scores, levels, protocols)]
     lines += [
         "",
         f"## Per-API error rates ({protocol} protocol)",

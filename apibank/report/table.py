@@ -7,37 +7,50 @@ from typing import Any, Mapping, Sequence
 from apibank.benchmark import LEVELS, PROTOCOLS
 
 
-def _accuracy(cell: Mapping[str, Any] | None) -> str:
+def _interval(cell: Mapping[str, Any], scale: float, digits: int, intervals: bool) -> str:
+    """`` [low, high]`` from the cell's ``ci95`` (:mod:`apibank.report.intervals`); empty when not shown."""
+    bounds = cell.get("ci95") if intervals else None
+    if not bounds:
+        return ""
+    return f" [{scale * bounds[0]:.{digits}f}, {scale * bounds[1]:.{digits}f}]"
+
+
+def _accuracy(cell: Mapping[str, Any] | None, intervals: bool = False) -> str:
     if not cell or not cell.get("total"):
         return "-"
-    return f"{100 * cell['accuracy']:.2f}% ({cell['correct']}/{cell['total']})"
+    return f"{100 * cell['accuracy']:.2f}%{_interval(cell, 100, 2, intervals)} ({cell['correct']}/{cell['total']})"
 
 
-def _rouge(cell: Mapping[str, Any] | None) -> str:
+def _rouge(cell: Mapping[str, Any] | None, intervals: bool = False) -> str:
     if not cell or not cell.get("count"):
         return "-"
-    return f"{cell['rouge_l']:.4f} (n={cell['count']})"
+    return f"{cell['rouge_l']:.4f}{_interval(cell, 1, 4, intervals)} (n={cell['count']})"
 
 
-def score_rows(scores: Mapping[str, Any], levels: Sequence[str]) -> list[tuple[str, str, list[str]]]:
-    """(protocol, metric, one cell per level) for every protocol present in ``scores``."""
+def score_rows(
+    scores: Mapping[str, Any], levels: Sequence[str], intervals: bool = False
+) -> list[tuple[str, str, list[str]]]:
+    """(protocol, metric, one cell per level) for every protocol present in ``scores``; with ``intervals``
+    each score is followed by its 95% interval when the scores carry one."""
     rows = []
     for protocol in [p for p in PROTOCOLS if p in scores] + [
         p for p in scores.get("protocols", {}) if p not in PROTOCOLS and p in scores
     ]:
         block = scores[protocol]
-        rows.append((protocol, "API call accuracy", [_accuracy(block.get(level, {}).get("api")) for level in levels]))
+        rows.append((protocol, "API call accuracy", [_accuracy(block.get(level, {}).get("api"), intervals) for level in levels]))
         if any(block.get(level, {}).get("dialogues") for level in levels):
             rows.append(
-                (protocol, "Dialogue accuracy", [_accuracy(block.get(level, {}).get("dialogues")) for level in levels])
+                (protocol, "Dialogue accuracy", [_accuracy(block.get(level, {}).get("dialogues"), intervals) for level in levels])
             )
-        rows.append((protocol, "Response ROUGE-L", [_rouge(block.get(level, {}).get("response")) for level in levels]))
+        rows.append((protocol, "Response ROUGE-L", [_rouge(block.get(level, {}).get("response"), intervals) for level in levels]))
     return rows
 
 
-def format_table(scores: Mapping[str, Any], levels: Sequence[str] | None = None, title: str | None = None) -> str:
+def format_table(
+    scores: Mapping[str, Any], levels: Sequence[str] | None = None, title: str | None = None, intervals: bool = True
+) -> str:
     levels = [level for level in (levels or LEVELS) if any(level in scores.get(p, {}) for p in PROTOCOLS)]
-    rows = score_rows(scores, levels)
+    rows = score_rows(scores, levels, intervals)
     headers = ["protocol", "metric", *levels]
     body = [[protocol, metric, *cells] for protocol, metric, cells in rows]
     widths = [max(len(str(line[i])) for line in [headers, *body]) for i in range(len(headers))]
@@ -52,9 +65,10 @@ def format_table(scores: Mapping[str, Any], levels: Sequence[str] | None = None,
     return "\n".join(lines)
 
 
-def markdown_table(scores: Mapping[str, Any], levels: Sequence[str] | None = None) -> str:
+def markdown_table(scores: Mapping[str, Any], levels: Sequence[str] | None = None, intervals: bool = False) -> str:
+    """The table in Markdown; intervals only when asked (the model card keeps the plain values the Hub shows)."""
     levels = [level for level in (levels or LEVELS) if any(level in scores.get(p, {}) for p in PROTOCOLS)]
     lines = ["| protocol | metric | " + " | ".join(levels) + " |", "|---|---|" + "---|" * len(levels)]
-    for protocol, metric, cells in score_rows(scores, levels):
+    for protocol, metric, cells in score_rows(scores, levels, intervals):
         lines.append(f"| {protocol} | {metric} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

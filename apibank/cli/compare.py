@@ -1,0 +1,54 @@
+"""``apibank compare A B [C ...]``: paired comparison of runs on the same samples (B, C, ... each against A).
+
+Prints a table per pair, writes ``compare.json`` and ``compare.md`` into ``--output``. Method:
+:mod:`apibank.report.compare`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+
+from apibank.errors import UsageError
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("runs", nargs="+", metavar="RUN_DIR",
+                        help="run folders (apibank evaluate/score or apibank agent); the first is the baseline A")
+    parser.add_argument("--allow-mismatch", action="store_true",
+                        help="compare runs of different data revisions, protocols, prompt formats or subsets on the "
+                        "samples they share, saying what differs")
+    parser.add_argument("--output", default=None,
+                        help="folder for compare.json and compare.md (default: apibank-results/compare-A-vs-B)")
+    parser.add_argument("--json", action="store_true", help="print the comparison as JSON instead of the table")
+
+
+def default_output(runs: list[Path]) -> Path:
+    names = [re.sub(r"[^A-Za-z0-9._-]+", "_", path.resolve().name).strip("_") or "run" for path in runs]
+    return Path("apibank-results") / f"compare-{names[0]}-vs-{'-'.join(names[1:])}"
+
+
+def run(args: argparse.Namespace) -> int:
+    from apibank.files import atomic_write_text, dumps_strict
+    from apibank.report.compare import RunMismatch, compare_runs, markdown, text_table
+    from apibank.report.runs import NotARun, load_run
+
+    if len(args.runs) < 2:
+        raise UsageError("give at least two run folders: the baseline A, then the runs to compare with it")
+    try:
+        runs = [load_run(path) for path in args.runs]
+        comparisons = [compare_runs(runs[0], other, allow_mismatch=args.allow_mismatch) for other in runs[1:]]
+    except (NotARun, RunMismatch) as error:
+        raise UsageError(str(error)) from None
+    output = Path(args.output) if args.output else default_output([run.path for run in runs])
+    output.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(output / "compare.json", dumps_strict({"comparisons": comparisons}, indent=2) + "\n")
+    atomic_write_text(output / "compare.md", markdown(comparisons))
+    if args.json:
+        print(json.dumps({"comparisons": comparisons, "output": str(output)}, indent=2))
+    else:
+        print("\n\n".join(text_table(comparison) for comparison in comparisons))
+        print(f"\nwritten to {output}/ (compare.json, compare.md)")
+    return 0

@@ -1,0 +1,160 @@
+"""A finished run folder read back as per-sample outcomes, for comparing runs.
+
+A classic run (``apibank evaluate`` / ``apibank score``) has ``results.json`` and ``details.jsonl``;
+an agentic run (``apibank agent``) has ``results.json`` and ``trajectories.jsonl``. Either becomes a
+:class:`Run`: for every (protocol, level, metric) the outcome of each sample, keyed by the sample's
+id, with the dialogue it belongs to, the verdict category and the tool involved.
+
+Metrics: ``api`` (API-call verdict, 0 or 1), ``dialogue`` (level 3: every call of the dialogue
+correct), ``response`` (ROUGE-L); agentic runs: ``success`` (episode verdict) and ``response``
+(answer ROUGE-L), with the setting in place of the protocol and ``episode#trial`` as the sample.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from apibank.report.intervals import dialogue_of
+
+BINARY_METRICS = ("api", "dialogue", "success")
+
+
+class NotARun(ValueError):
+    """The folder is not a finished run (no results.json, or neither details nor trajectories)."""
+
+
+@dataclass(frozen=True)
+class Sample:
+    value: float
+    cluster: str
+    category: str | None = None
+    tool: str | None = None
+    row: str | None = None  # a failed dialogue's first wrong API-call row
+
+
+@dataclass
+class Run:
+    path: Path
+    kind: str  # "classic" or "agentic"
+    results: dict[str, Any]
+    samples: dict[tuple[str, str, str], dict[str, Sample]] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        model = (self.results.get("model") or {}).get("id")
+        return f"{self.path.name} ({model})" if model else self.path.name
+
+    def identity(self) -> dict[str, Any]:
+        """What must agree for two runs to be compared sample by sample."""
+        results = self.results
+        if self.kind == "agentic":
+            return {"run kind": "agentic", "setting": results.get("setting"), "trials": results.get("trials"),
+                    "episode limit": results.get("limit"), "step and time limits": results.get("limits")}
+        return {
+            "run kind": "classic",
+            "data revision": (results.get("dataset") or {}).get("upstream_revision"),
+            "protocols": sorted(results.get("protocols") or {}),
+            "prompt format": results.get("format"),
+            "in-context example": results.get("icl"),
+            "subset": bool(results.get("subset")),
+        }
+
+
+def _read_json_lines(path: Path) -> list[dict[str, Any]]:
+    records = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError as error:
+                raise NotARun(f"{path}:{number}: not a JSON line ({error})") from None
+            if not isinstance(record, dict):
+                raise NotARun(f"{path}:{number}: not a JSON object")
+            records.append(record)
+    return records
+
+
+def load_run(path: str | Path) -> Run:
+    """Read a run folder; raises :class:`NotARun` with what is missing."""
+    path = Path(path)
+    if not path.is_dir():
+        raise NotARun(f"{path}: no such folder; give a folder written by apibank evaluate, score or agent")
+    try:
+        results = json.loads((path / "results.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise NotARun(f"{path}: no results.json; give a folder written by apibank evaluate, score or agent") from None
+    except ValueError as error:
+        raise NotARun(f"{path}/results.json: not JSON ({error})") from None
+    if not isinstance(results, dict):
+        raise NotARun(f"{path}/results.json: not a JSON object")
+    if (path / "details.jsonl").is_file():
+        run = Run(path, "classic", results)
+        _classic_samples(run, _read_json_lines(path / "details.jsonl"))
+    elif (path / "trajectories.jsonl").is_file():
+        run = Run(path, "agentic", results)
+        _agentic_samples(run, _read_json_lines(path / "trajectories.jsonl"))
+    else:
+        raise NotARun(f"{path}: neither details.jsonl (apibank evaluate/score) nor trajectories.jsonl "
+                      "(apibank agent); the run did not finish")
+    return run
+
+
+def _classic_samples(run: Run, details: list[Mapping[str, Any]]) -> None:
+    dialogues: dict[tuple[str, str], dict[str, Sample]] = {}
+    for entry in details:
+        try:
+            protocol, level, kind, sample_id = entry["protocol"], f"level-{entry['level']}", entry["kind"], entry["id"]
+        except KeyError as error:
+            raise NotARun(f"{run.path}/details.jsonl: an entry lacks {error}") from None
+        cluster = dialogue_of(sample_id)
+        if kind == "api":
+            sample = Sample(float(bool(entry.get("verdict"))), cluster, entry.get("category"), entry.get("name"))
+            run.samples.setdefault((protocol, level, "api"), {})[sample_id] = sample
+            if level == "level-3":
+                per_dialogue = dialogues.setdefault((protocol, level), {})
+                before = per_dialogue.get(cluster)
+                if before is None or (before.value and not sample.value):
+                    failed = not sample.value  # the dialogue's category and tool are its first wrong call's
+                    per_dialogue[cluster] = Sample(sample.value, cluster, sample.category if failed else None,
+                                                   sample.tool if failed else None, sample_id if failed else None)
+        elif kind == "response" and entry.get("score") is not None:
+            run.samples.setdefault((protocol, level, "response"), {})[sample_id] = Sample(float(entry["score"]), cluster)
+    for (protocol, level), per_dialogue in dialogues.items():
+        run.samples[(protocol, level, "dialogue")] = per_dialogue
+
+
+def _episode_failure(verdict: Mapping[str, Any], stopped: str | None) -> tuple[str | None, str | None]:
+    if verdict.get("success"):
+        return None, None
+    parts = [name for name, ok in (("state", verdict.get("state_ok")), ("information", verdict.get("information_ok")))
+             if not ok]
+    category = "+".join(parts) or "failed"
+    if stopped:
+        category += f" ({stopped.split(':')[0]})"
+    missing = [str(item.get("name")) for item in verdict.get("missing") or [] if isinstance(item, dict)]
+    tools = sorted(set(missing)) or sorted(map(str, (verdict.get("state_diff") or {})))
+    return category, ",".join(tools) or None
+
+
+def _agentic_samples(run: Run, records: list[Mapping[str, Any]]) -> None:
+    levels = set(run.results.get("levels") or {})
+    trials = run.results.get("trials") or 1
+    setting = str(run.results.get("setting"))
+    for record in records:  # a resumed run may hold a sample twice: the last line wins
+        try:
+            level, episode, trial, verdict = record["level"], record["episode"], record["trial"], record["verdict"]
+        except KeyError as error:
+            raise NotARun(f"{run.path}/trajectories.jsonl: a record lacks {error}") from None
+        if (levels and level not in levels) or trial >= trials or record.get("setting", setting) != setting:
+            continue
+        key = f"{episode}#{trial}"
+        category, tool = _episode_failure(verdict, record.get("stopped"))
+        run.samples.setdefault((setting, level, "success"), {})[key] = Sample(
+            float(bool(verdict.get("success"))), str(episode), category, tool)
+        if verdict.get("rouge_l") is not None:
+            run.samples.setdefault((setting, level, "response"), {})[key] = Sample(float(verdict["rouge_l"]), str(episode))

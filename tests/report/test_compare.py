@@ -1,0 +1,135 @@
+"""``apibank compare`` on real runs: a run with itself, the oracle against a degraded copy, mismatched runs."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from apibank.cli.main import main
+from apibank.report.compare import format_p, sign_test, smallest_significant_count
+
+P_VALUE = re.compile(r"p=(\S+)")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, data_dir) -> dict[str, Path]:
+    """The oracle run, and the same predictions with every fourth API call replaced by a plain answer."""
+    root = tmp_path_factory.mktemp("runs")
+    oracle = root / "oracle"
+    assert main(["evaluate", "--model", "oracle", "--data-dir", str(data_dir), "--output", str(oracle),
+                 "--no-progress"]) == 0
+    kinds = {}
+    for line in (oracle / "details.jsonl").read_text().splitlines():
+        entry = json.loads(line)
+        kinds[entry["id"]] = entry["kind"]
+    degraded_predictions = root / "degraded.jsonl"
+    api_seen = 0
+    replaced = []
+    with degraded_predictions.open("w") as handle:
+        for line in (oracle / "predictions.jsonl").read_text().splitlines():
+            record = json.loads(line)
+            if kinds[record["id"]] == "api":
+                if api_seen % 4 == 0:
+                    record["prediction"] = "I cannot help with that."
+                    replaced.append(record["id"])
+                api_seen += 1
+            handle.write(json.dumps(record) + "\n")
+    degraded = root / "degraded"
+    assert main(["score", str(degraded_predictions), "--data-dir", str(data_dir), "--output", str(degraded)]) == 0
+    subset = root / "subset"
+    assert main(["evaluate", "--model", "oracle", "--data-dir", str(data_dir), "--output", str(subset), "--limit", "20",
+                 "--allow-subset", "--no-progress"]) == 0
+    (root / "replaced.json").write_text(json.dumps(replaced))
+    return {"oracle": oracle, "degraded": degraded, "subset": subset, "root": root}
+
+
+def _p_values(text: str) -> list[float]:
+    return [float(value) for value in P_VALUE.findall(text)]
+
+
+def test_a_run_against_itself_differs_by_zero_with_p_one(runs, capsys):
+    capsys.readouterr()
+    assert main(["compare", str(runs["oracle"]), str(runs["oracle"]), "--output", str(runs["root"] / "self")]) == 0
+    out = capsys.readouterr().out
+    values = _p_values(out)
+    assert len(values) == 14 and set(values) == {1.0}  # 2 protocols x (3 api + 3 response + level-3 dialogues)
+    comparison = json.loads((runs["root"] / "self" / "compare.json").read_text())["comparisons"][0]
+    for entry in comparison["comparisons"]:
+        assert entry["difference"] == 0 and entry["ci95"] == [0.0, 0.0] and entry["p"] == 1.0
+    assert (runs["root"] / "self" / "compare.md").read_text().startswith("# API-Bank run comparison")
+
+
+def test_oracle_against_a_degraded_run_is_significant_at_every_level(runs, capsys):
+    capsys.readouterr()
+    output = runs["root"] / "degraded-vs-oracle"
+    assert main(["compare", str(runs["oracle"]), str(runs["degraded"]), "--json", "--output", str(output)]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    comparisons = printed["comparisons"][0]["comparisons"]
+    api = [entry for entry in comparisons if entry["metric"] in ("api", "dialogue")]
+    assert {(e["protocol"], e["level"]) for e in api} == {(p, f"level-{n}") for p in ("paper", "corrected") for n in (1, 2, 3)}
+    for entry in api:
+        assert entry["p"] < 0.001 and entry["ci95"][1] < 0 and entry["favour_b"] == 0, entry["line"]
+        assert f"p={format_p(entry['p'])}" in entry["line"]
+        assert abs(entry["difference"]) > entry["mdd"]
+    corrected_l1 = next(e for e in api if (e["protocol"], e["level"], e["metric"]) == ("corrected", "level-1", "api"))
+    replaced = [i for i in json.loads((runs["root"] / "replaced.json").read_text()) if i.startswith("level-1/")]
+    assert corrected_l1["favour_a"] == len(replaced) > 90  # the oracle is right on every call, corrected protocol
+    lost = corrected_l1["flipped"]["lost"]
+    assert lost["by_category"] == {"NO_API_CALL": len(replaced)}
+    assert sum(lost["by_tool"].values()) == len(replaced) and "GetUserToken" in lost["by_tool"]
+    dialogues = next(e for e in api if (e["protocol"], e["level"], e["metric"]) == ("corrected", "level-3", "dialogue"))
+    assert "-" not in dialogues["flipped"]["lost"]["by_tool"]  # the tool where the dialogue first went wrong
+    # responses were not touched
+    assert all(e["difference"] == 0 and e["p"] == 1.0 for e in comparisons if e["metric"] == "response")
+
+
+def test_mismatched_runs_are_refused_unless_allowed(runs, capsys):
+    capsys.readouterr()
+    assert main(["compare", str(runs["oracle"]), str(runs["subset"])]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "subset: False vs True" in error and "--allow-mismatch" in error
+    output = runs["root"] / "subset-vs-oracle"
+    assert main(["compare", str(runs["oracle"]), str(runs["subset"]), "--allow-mismatch", "--output", str(output)]) == 0
+    out = capsys.readouterr().out
+    assert "mismatch (compared anyway): subset: False vs True" in out
+    comparison = json.loads((output / "compare.json").read_text())["comparisons"][0]
+    assert comparison["mismatch"] and all(e["n"] <= 20 for e in comparison["comparisons"])
+
+
+def test_other_data_revisions_and_non_runs_are_refused(runs, tmp_path, capsys):
+    other = tmp_path / "other-revision"
+    shutil.copytree(runs["oracle"], other)
+    results = json.loads((other / "results.json").read_text())
+    results["dataset"]["upstream_revision"] = "0" * 40
+    (other / "results.json").write_text(json.dumps(results))
+    capsys.readouterr()
+    assert main(["compare", str(runs["oracle"]), str(other)]) == 2
+    assert "data revision" in capsys.readouterr().err
+    assert main(["compare", str(runs["oracle"]), str(tmp_path)]) == 2
+    assert "no results.json" in capsys.readouterr().err
+
+
+def test_agentic_runs_compare_by_episode(tmp_path, data_dir, capsys):
+    agent = tmp_path / "agent"
+    assert main(["agent", "--model", "oracle", "--levels", "level-3", "--data-dir", str(data_dir),
+                 "--output", str(agent)]) == 0
+    none = tmp_path / "none"
+    assert main(["agent", "--model", "none", "--levels", "level-3", "--data-dir", str(data_dir),
+                 "--output", str(none)]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(agent), str(none), "--json", "--output", str(tmp_path / "cmp")]) == 0
+    entry = next(e for e in json.loads(capsys.readouterr().out)["comparisons"][0]["comparisons"] if e["metric"] == "success")
+    assert entry["n"] == 50 and entry["favour_a"] > 40 and entry["p"] < 1e-10
+    assert sum(entry["flipped"]["lost"]["by_category"].values()) == entry["favour_a"]
+
+
+def test_exact_sign_test_and_p_formatting():
+    assert sign_test(0, 0) == 1.0 and sign_test(3, 3) == 1.0
+    assert sign_test(6, 0) == pytest.approx(0.03125)
+    assert sign_test(0, 779) > 0  # exact, no underflow to zero
+    assert smallest_significant_count() == 6
+    assert [format_p(p) for p in (1.0, 0.031, 3.2e-15, 0.5)] == ["1.0", "0.031", "3.2e-15", "0.5"]
