@@ -169,3 +169,42 @@ def test_tiny_model_stepped_together_equals_one_at_a_time(tiny_model, tool_forma
     # The episodes share the system text and the tool schemas (most of the prompt): after the first prompt
     # of the run, every prompt of the first step reuses the KV cache of that prefix.
     assert all(reused > 0.9 * prompt for reused, prompt in batched.reused[0][1:])
+
+
+def test_cli_strict_template_through_the_model_layer_records_adaptations(tiny_model, data_dir, tmp_path, capsys):
+    import hashlib
+    from pathlib import Path
+
+    template = Path(__file__).parent / "templates" / "strict_alternation.jinja"
+    assert main(["agent", "--model", str(tiny_model), "--chat-template", str(template), "--setting", "all-tools",
+                 "--levels", "3", "--limit", "2", "--max-steps", "2", "--max-new-tokens", "8", "--batch-size", "2",
+                 "--price-per-mtok", "1,2", "--dtype", "float32", "--device", "cpu", "--data-dir", str(data_dir),
+                 "--output", str(tmp_path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["level-3"]["episodes"] == 2
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["model"]["tool_format"] == "native" and results["model"]["backend"] == "transformers"
+    assert results["model"]["dtype"] == "float32" and results["batch_size"] == 2
+    used = results["chat_template"]
+    assert used["chat_template_sha256"] == hashlib.sha256(template.read_bytes()).hexdigest()
+    names = [a["name"] for a in used["template_adaptations"]]
+    assert {"tools-in-prompt", "system-in-first-user"} <= set(names)
+    usage = results["usage"]
+    assert usage["samples"] == 2 and usage["prompt_tokens"] > 0 and usage["generated_tokens"] > 0
+    assert usage["cost"] > 0 and usage["seconds"] > 0 and usage["episodes_per_second"] > 0
+    assert results["versions"]["transformers"] and results["versions"]["torch"]
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--levels", "4"], "--levels"),
+    (["--batch-size", "0"], "--batch-size 0"),
+    (["--price-per-mtok", "1"], "--price-per-mtok"),
+    (["--chat-template", "no-such.jinja"], "--chat-template no-such.jinja"),
+    (["--tool-format", "text", "--chat-template", "tests/templates/strict_alternation.jinja"], "--tool-format text"),
+])
+def test_cli_refuses_bad_options_before_any_work(flags, message, tiny_model, data_dir, tmp_path, capsys):
+    output = tmp_path / "out"
+    assert main(["agent", "--model", str(tiny_model), "--data-dir", str(data_dir), "--output", str(output),
+                 *flags]) == 2
+    error = capsys.readouterr().err
+    assert message in error and len(error.strip().splitlines()) == 1
+    assert not output.exists()

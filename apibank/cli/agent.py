@@ -63,9 +63,12 @@ def check_arguments(args: argparse.Namespace) -> tuple[list[str], Any]:
 
     try:
         levels = normalise_levels(args.levels)
+    except ValueError as error:
+        raise UsageError(f"--levels: {error}") from None
+    try:
         price = parse_price(args.price_per_mtok)
     except ValueError as error:
-        raise UsageError(str(error) if "--price" in str(error) else f"--levels: {error}") from None
+        raise UsageError(str(error)) from None
     for name, value, low in (("--trials", args.trials, 1), ("--limit", args.limit, 1),
                              ("--batch-size", args.batch_size, 1), ("--max-new-tokens", args.max_new_tokens, 1),
                              ("--concurrency", args.concurrency, 1), ("--max-steps", args.max_steps, 1)):
