@@ -106,9 +106,9 @@ def main() -> None:
     for episode in episodes.episodes[: args.episodes]:
         gold.get(episode)  # gold replays outside the timings
 
-    def timed(batch_size: int):
+    def timed(batch_size: int, on: ModelDriver = driver):
         started = time.perf_counter()
-        records = run_level(lambda: ModelAgent(driver), episodes, args.setting, gold, limit=args.episodes,
+        records = run_level(lambda: ModelAgent(on), episodes, args.setting, gold, limit=args.episodes,
                             limits=limits, batch_size=batch_size)
         return records, time.perf_counter() - started
 
@@ -119,10 +119,11 @@ def main() -> None:
     many, many_seconds = timed(batch)
     rows.append(("stepped together", batch, many, many_seconds))
     if args.no_reuse:
-        decoder = backend.decoder
-        decoder.reuse_prefix, decoder._kept = False, None
-        plain, plain_seconds = timed(1)
-        decoder.reuse_prefix = True
+        backend.close()
+        plain_backend = make_backend(model, dtype="float32", device="cpu", reuse_prefix=False)
+        plain_driver = ModelDriver(plain_backend, tool_format=args.tool_format, max_new_tokens=args.max_new_tokens,
+                                   label=label)
+        plain, plain_seconds = timed(1, plain_driver)
         rows.insert(0, ("one at a time, no prefix reuse", 1, plain, plain_seconds))
 
     print(f"model={label} tool_format={driver.tool_format} {args.level} setting={args.setting} "
@@ -133,6 +134,8 @@ def main() -> None:
         print(f"{name:<32}{size:>6}{steps:>7}{seconds:>9.1f}{len(records) / seconds:>12.3f}")
     identical = _timings_removed(one) == _timings_removed(many)
     print(f"same trajectories and verdicts: {'yes' if identical else 'NO'}")
+    if args.no_reuse:
+        print(f"stepped together over one at a time without prefix reuse: {plain_seconds / many_seconds:.2f}x")
     print(f"speedup: {one_seconds / many_seconds:.2f}x")
 
 

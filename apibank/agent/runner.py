@@ -1,11 +1,16 @@
-"""Running episodes: the tool loop of our CLI, trials, resume, and the per-level summary.
+"""Running episodes: the tool loop of our CLI, episodes stepped together, trials, resume, and the per-level summary.
 
 The loop (the same protocol as the inspect-ai task in :mod:`apibank.evals.agentic`): each recorded
 user turn is appended in order; the agent steps until it answers without a call; each call runs in the
 episode's environment and its result goes back as a ``tool`` message. An episode stops early at the
-step limit (agent steps over the whole episode) or the time limit (checked between steps); it is
-judged on whatever state it reached.
-"""
+step limit (agent steps over the whole episode) or the time limit (the episode's own time: its tool
+calls and the agent's time for its steps, checked between steps); it is judged on whatever state it
+reached.
+
+Each episode is an :class:`EpisodeRun`; :func:`run_level` keeps up to ``batch_size`` of them running
+and steps them together: each round, every running episode takes one step, a model agent's steps in
+ONE batched generate call (:class:`~apibank.agent.model_agent.ModelDriver`). An episode's steps depend
+on that episode alone, so the records are those of the one-at-a-time run, in the same order."""
 
 from __future__ import annotations
 
@@ -80,7 +85,9 @@ class EpisodeRun:
         self.model_seconds: float | None = None
         self.steps, self.stopped, self.finished = 0, None, False
         self.turn = -1
-        self.started = time.monotonic()
+        # This episode's own time: its tool calls, its judging, and the agent's time for its steps (a
+        # batched model step counts its share), so that the time limit means the same at any batch size.
+        self.elapsed = 0.0
         self._next_turn()
 
     def _next_turn(self) -> None:
@@ -99,11 +106,19 @@ class EpisodeRun:
         """The messages and tool schemas the agent acts on now; None when the episode is over."""
         if not self.finished and self.steps >= self.limits.max_steps:
             self._stop("step_limit")
-        elif not self.finished and time.monotonic() - self.started > self.limits.time_limit:
+        elif not self.finished and self.elapsed > self.limits.time_limit:
             self._stop("time_limit")
         return None if self.finished else (self.messages, self.env.schemas())
 
-    def advance(self, step: Step | BaseException) -> None:
+    def advance(self, step: Step | BaseException, seconds: float = 0.0) -> None:
+        """Take the agent's step (or its failure), which took the agent ``seconds``."""
+        started = time.perf_counter()
+        try:
+            self._advance(step)
+        finally:
+            self.elapsed += seconds + time.perf_counter() - started
+
+    def _advance(self, step: Step | BaseException) -> None:
         if isinstance(step, BaseException):  # a model/endpoint failure ends this episode, judged as it stands
             self._stop(f"agent_error: {type(step).__name__}: {step}"[:500])
             return
@@ -123,7 +138,9 @@ class EpisodeRun:
 
     def record(self) -> dict[str, Any]:
         """The judged trajectory record (JSON-ready)."""
+        started = time.perf_counter()
         verdict = judge_episode(self.episode, self.gold.get(self.episode), self.env.session, self.env.trace, self.answers)
+        self.elapsed += time.perf_counter() - started
         record = {
             "episode": self.episode.id,
             "level": self.episode.level,
@@ -132,7 +149,7 @@ class EpisodeRun:
             "agent": self.agent.name,
             "steps": self.steps,
             "stopped": self.stopped,
-            "seconds": round(time.monotonic() - self.started, 4),
+            "seconds": round(self.elapsed, 4),
             "usage": self.usage,
             "verdict": verdict.as_dict(),
             "trajectory": [r.as_dict() for r in self.env.trace],
@@ -144,8 +161,10 @@ class EpisodeRun:
         return record
 
 
-def step_all(runs: list[EpisodeRun], requests: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]) -> list:
-    """One step for each run: the runs of a model agent in one batched call per model, scripted ones each."""
+def step_all(runs: list[EpisodeRun], requests: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]
+             ) -> list[tuple[Any, float]]:
+    """``(step or failure, the agent's seconds)`` for each run: the runs of a model agent in one batched
+    call per model (each run's seconds: its share), scripted ones each on its own."""
     steps: list[Any] = [None] * len(runs)
     by_driver: dict[int, list[int]] = {}
     for index, run in enumerate(runs):
@@ -153,14 +172,19 @@ def step_all(runs: list[EpisodeRun], requests: list[tuple[list[dict[str, Any]], 
         if driver is not None:
             by_driver.setdefault(id(driver), []).append(index)
             continue
+        started = time.perf_counter()
         try:
-            steps[index] = run.agent.act(*requests[index])
+            step: Any = run.agent.act(*requests[index])
         except Exception as error:  # noqa: BLE001 (ends this episode only)
-            steps[index] = error
+            step = error
+        steps[index] = (step, time.perf_counter() - started)
     for members in by_driver.values():
         driver = runs[members[0]].agent.driver  # type: ignore[attr-defined]
-        for index, step in zip(members, driver.act_many([(runs[i].agent, *requests[i]) for i in members])):
-            steps[index] = step
+        started = time.perf_counter()
+        answers = driver.act_many([(runs[i].agent, *requests[i]) for i in members])
+        share = (time.perf_counter() - started) / len(members)
+        for index, step in zip(members, answers):
+            steps[index] = (step, share)
     return steps
 
 
@@ -176,7 +200,7 @@ def run_episode(
     """Run one trial of one episode and judge it; returns the trajectory record (JSON-ready)."""
     run = EpisodeRun(agent, episode, setting, gold, trial=trial, limits=limits)
     while (request := run.request()) is not None:
-        run.advance(step_all([run], [request])[0])
+        run.advance(*step_all([run], [request])[0])
     return run.record()
 
 
@@ -293,8 +317,8 @@ def run_level(
             stepping = [(run, request) for _, run, request in asking if request is not None]
             if stepping:
                 runs = [run for run, _ in stepping]
-                for run, step in zip(runs, step_all(runs, [request for _, request in stepping])):
-                    run.advance(step)
+                for run, (step, seconds) in zip(runs, step_all(runs, [request for _, request in stepping])):
+                    run.advance(step, seconds)
             active = [(index, run) for index, run, request in asking if request is not None]
             while written < len(jobs) and records[written] is not None:
                 record = records[written]
