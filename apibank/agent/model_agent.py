@@ -39,10 +39,9 @@ TEXT_TOOLS_HEADER = (
     "When you have what the user asked for, answer the user in plain words.\n"
 )
 TEXT_STOPS = ("\nUser:", "\nTool result:", "\nSystem:")
-# A base model behind a chat template writes on past its turn: the turn ends at the template's marker
-# (kept as text by tokenizers that do not count it as a special token, so the stop rule sees it).
+# A base model behind a chat template writes on past its turn: its answer ends at the template's
+# turn markers (those the rendered prompt contains), as at EOS.
 TURN_END_MARKERS = ("<end_of_turn>", "<start_of_turn>", "<|im_end|>", "<|eot_id|>", "<|end|>")
-
 
 class AgentSetupError(ValueError):
     """A model agent that cannot run as asked (a format the model cannot take, a bad option)."""
@@ -123,7 +122,8 @@ class ModelDriver:
         self.backend = backend
         self.label = label or str(backend.info().get("model_id"))
         self.native = self._resolve_native(tool_format)
-        stops = self._turn_markers() if self.native else TEXT_STOPS
+        self.end_tokens: list[str] = []
+        stops = self._turn_end_stops() if self.native else TEXT_STOPS
         self.settings = DecodingSettings(max_new_tokens=max_new_tokens, stop=stops)
 
     def _probe(self) -> Conversation:
@@ -143,13 +143,20 @@ class ModelDriver:
             return False
         return True
 
-    def _turn_markers(self) -> tuple[str, ...]:
+    def _turn_end_stops(self) -> tuple[str, ...]:
+        """The template's turn markers end every answer: as tokens where the backend can (tokenizers
+        drop them from decoded text), else as stop strings (vLLM keeps them in its text)."""
         tokenizer = getattr(self.backend, "tokenizer", None)
         if tokenizer is None:  # an endpoint ends its turns itself
             return ()
+        prompt = self.backend.render(self._probe())
         vocab = tokenizer.get_vocab()
-        special = set(getattr(tokenizer, "all_special_tokens", ()))
-        return tuple(m for m in TURN_END_MARKERS if m in vocab and m not in special)
+        markers = tuple(m for m in TURN_END_MARKERS if m in vocab and m in prompt)
+        end_answers_at = getattr(self.backend, "end_answers_at", None)
+        if end_answers_at is None:
+            return markers
+        self.end_tokens = end_answers_at(markers)
+        return ()
 
     @property
     def tool_format(self) -> str:
@@ -221,7 +228,8 @@ class ModelDriver:
 
     def info(self) -> dict[str, Any]:
         return {"id": self.label, **{k: v for k, v in self.backend.info().items() if k != "model_id"},
-                "tool_format": self.tool_format, "max_new_tokens": self.settings.max_new_tokens}
+                "tool_format": self.tool_format, "max_new_tokens": self.settings.max_new_tokens,
+                "end_tokens": self.end_tokens}
 
     def close(self) -> None:
         self.backend.close()
