@@ -82,7 +82,7 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=8, help="episodes run by both paths")
     parser.add_argument("--batch-size", type=int, default=None, help="episodes stepped together (default: --episodes)")
     parser.add_argument("--max-steps", type=int, default=2, help="model steps per episode")
-    parser.add_argument("--max-new-tokens", type=int, default=32)
+    parser.add_argument("--max-new-tokens", type=int, default=16)
     parser.add_argument("--tool-format", default="auto", choices=["auto", "native", "text"])
     parser.add_argument("--no-reuse", action="store_true", help="also time one at a time without prefix reuse")
     parser.add_argument("--judge-overhead", action="store_true", help="first print the judge's cost per level")
