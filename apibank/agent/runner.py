@@ -1,11 +1,16 @@
-"""Running episodes: the tool loop of our CLI, trials, resume, and the per-level summary.
+"""Running episodes: the tool loop of our CLI, episodes stepped together, trials, resume, and the per-level summary.
 
 The loop (the same protocol as the inspect-ai task in :mod:`apibank.evals.agentic`): each recorded
 user turn is appended in order; the agent steps until it answers without a call; each call runs in the
 episode's environment and its result goes back as a ``tool`` message. An episode stops early at the
-step limit (agent steps over the whole episode) or the time limit (checked between steps); it is
-judged on whatever state it reached.
-"""
+step limit (agent steps over the whole episode) or the time limit (the episode's own time: its tool
+calls and the agent's time for its steps, checked between steps); it is judged on whatever state it
+reached.
+
+Each episode is an :class:`EpisodeRun`; :func:`run_level` keeps up to ``batch_size`` of them running
+and steps them together: each round, every running episode takes one step, a model agent's steps in
+ONE batched generate call (:class:`~apibank.agent.model_agent.ModelDriver`). An episode's steps depend
+on that episode alone, so the records are those of the one-at-a-time run, in the same order."""
 
 from __future__ import annotations
 
@@ -19,7 +24,7 @@ from typing import Any, Callable, Iterable
 
 from apibank_tools.environment import PristineData, pristine_data
 
-from apibank.agent.agents import Agent
+from apibank.agent.agents import Agent, Step
 from apibank.agent.environment import EpisodeEnvironment
 from apibank.data.episodes import Episode, EpisodeSet
 from apibank.agent.judge import GoldReference, judge_episode, replay_gold
@@ -64,6 +69,126 @@ def _assistant_message(step) -> dict[str, Any]:
     return message
 
 
+class EpisodeRun:
+    """One trial of one episode as a state machine, so that many can step together: :meth:`request`
+    gives what the agent sees next (None once finished), :meth:`advance` takes its step."""
+
+    def __init__(self, agent: Agent, episode: Episode, setting: str, gold: GoldCache, *, trial: int = 0,
+                 limits: Limits = Limits()) -> None:
+        self.agent, self.episode, self.setting, self.gold = agent, episode, setting, gold
+        self.trial, self.limits = trial, limits
+        self.env = EpisodeEnvironment(episode, setting, gold.data, retriever=gold.retriever,
+                                      call_timeout=limits.call_timeout)
+        agent.start(episode, setting, trial)
+        self.messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt(episode, setting)}]
+        self.answers: list[str | None] = []
+        self.usage: dict[str, int] = {}
+        self.model_seconds: float | None = None
+        self.steps, self.stopped, self.finished = 0, None, False
+        self.turn = -1
+        # This episode's own time: its tool calls, its judging, and the agent's time for its steps (a
+        # batched model step counts its share), so that the time limit means the same at any batch size.
+        self.elapsed = 0.0
+        self._next_turn()
+
+    def _next_turn(self) -> None:
+        if self.turn + 1 >= len(self.episode.turns):
+            self.finished = True
+            return
+        self.turn += 1
+        self.env.turn = self.turn
+        self.messages.append({"role": "user", "content": self.episode.turns[self.turn].user})
+
+    def _stop(self, reason: str) -> None:
+        self.stopped, self.finished = reason, True
+        self.answers.append(None)
+
+    def request(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+        """The messages and tool schemas the agent acts on now; None when the episode is over."""
+        if not self.finished and self.steps >= self.limits.max_steps:
+            self._stop("step_limit")
+        elif not self.finished and self.elapsed > self.limits.time_limit:
+            self._stop("time_limit")
+        return None if self.finished else (self.messages, self.env.schemas())
+
+    def advance(self, step: Step | BaseException, seconds: float = 0.0) -> None:
+        """Take the agent's step (or its failure), which took the agent ``seconds``."""
+        started = time.perf_counter()
+        try:
+            self._advance(step)
+        finally:
+            self.elapsed += seconds + time.perf_counter() - started
+
+    def _advance(self, step: Step | BaseException) -> None:
+        if isinstance(step, BaseException):  # a model/endpoint failure ends this episode, judged as it stands
+            self._stop(f"agent_error: {type(step).__name__}: {step}"[:500])
+            return
+        self.steps += 1
+        for key, value in step.usage.items():
+            self.usage[key] = self.usage.get(key, 0) + int(value)
+        if step.seconds is not None:
+            self.model_seconds = (self.model_seconds or 0.0) + step.seconds
+        self.messages.append(_assistant_message(step))
+        if not step.calls:
+            self.answers.append(step.text)
+            self._next_turn()
+            return
+        for call in step.calls:
+            record = self.env.call(call.name, call.arguments)
+            self.messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": record.message()})
+
+    def record(self) -> dict[str, Any]:
+        """The judged trajectory record (JSON-ready)."""
+        started = time.perf_counter()
+        verdict = judge_episode(self.episode, self.gold.get(self.episode), self.env.session, self.env.trace, self.answers)
+        self.elapsed += time.perf_counter() - started
+        record = {
+            "episode": self.episode.id,
+            "level": self.episode.level,
+            "setting": self.setting,
+            "trial": self.trial,
+            "agent": self.agent.name,
+            "steps": self.steps,
+            "stopped": self.stopped,
+            "seconds": round(self.elapsed, 4),
+            "usage": self.usage,
+            "verdict": verdict.as_dict(),
+            "trajectory": [r.as_dict() for r in self.env.trace],
+            "answers": self.answers,
+            "messages": self.messages,
+        }
+        if self.model_seconds is not None:
+            record["model_seconds"] = round(self.model_seconds, 4)
+        return record
+
+
+def step_all(runs: list[EpisodeRun], requests: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]
+             ) -> list[tuple[Any, float]]:
+    """``(step or failure, the agent's seconds)`` for each run: the runs of a model agent in one batched
+    call per model (each run's seconds: its share), scripted ones each on its own."""
+    steps: list[Any] = [None] * len(runs)
+    by_driver: dict[int, list[int]] = {}
+    for index, run in enumerate(runs):
+        driver = getattr(run.agent, "driver", None)
+        if driver is not None:
+            by_driver.setdefault(id(driver), []).append(index)
+            continue
+        started = time.perf_counter()
+        try:
+            step: Any = run.agent.act(*requests[index])
+        except Exception as error:  # noqa: BLE001 (ends this episode only)
+            step = error
+        steps[index] = (step, time.perf_counter() - started)
+    for members in by_driver.values():
+        driver = runs[members[0]].agent.driver  # type: ignore[attr-defined]
+        started = time.perf_counter()
+        answers = driver.act_many([(runs[i].agent, *requests[i]) for i in members])
+        share = (time.perf_counter() - started) / len(members)
+        for index, step in zip(members, answers):
+            steps[index] = (step, share)
+    return steps
+
+
 def run_episode(
     agent: Agent,
     episode: Episode,
@@ -74,58 +199,10 @@ def run_episode(
     limits: Limits = Limits(),
 ) -> dict[str, Any]:
     """Run one trial of one episode and judge it; returns the trajectory record (JSON-ready)."""
-    env = EpisodeEnvironment(episode, setting, gold.data, retriever=gold.retriever, call_timeout=limits.call_timeout)
-    agent.start(episode, setting, trial)
-    messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt(episode, setting)}]
-    answers: list[str | None] = []
-    usage: dict[str, int] = {}
-    steps, stopped = 0, None
-    started = time.monotonic()
-    for turn_index, turn in enumerate(episode.turns):
-        env.turn = turn_index
-        messages.append({"role": "user", "content": turn.user})
-        answer = None
-        while True:
-            if steps >= limits.max_steps:
-                stopped = "step_limit"
-                break
-            if time.monotonic() - started > limits.time_limit:
-                stopped = "time_limit"
-                break
-            try:
-                step = agent.act(messages, env.schemas())
-            except Exception as error:  # a model/endpoint failure ends this episode, judged as it stands
-                stopped = f"agent_error: {type(error).__name__}: {error}"[:500]
-                break
-            steps += 1
-            for key, value in step.usage.items():
-                usage[key] = usage.get(key, 0) + int(value)
-            messages.append(_assistant_message(step))
-            if not step.calls:
-                answer = step.text
-                break
-            for call in step.calls:
-                record = env.call(call.name, call.arguments)
-                messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": record.message()})
-        answers.append(answer)
-        if stopped:
-            break
-    verdict = judge_episode(episode, gold.get(episode), env.session, env.trace, answers)
-    return {
-        "episode": episode.id,
-        "level": episode.level,
-        "setting": setting,
-        "trial": trial,
-        "agent": agent.name,
-        "steps": steps,
-        "stopped": stopped,
-        "seconds": round(time.monotonic() - started, 4),
-        "usage": usage,
-        "verdict": verdict.as_dict(),
-        "trajectory": [r.as_dict() for r in env.trace],
-        "answers": answers,
-        "messages": messages,
-    }
+    run = EpisodeRun(agent, episode, setting, gold, trial=trial, limits=limits)
+    while (request := run.request()) is not None:
+        run.advance(*step_all([run], [request])[0])
+    return run.record()
 
 
 # ------------------------------------------------------------------------------------------ summary
@@ -230,30 +307,54 @@ def run_level(
     done: dict[tuple[str, str, int], dict[str, Any]] | None = None,
     limit: int | None = None,
     progress: Callable[[str], None] | None = None,
+    batch_size: int = 1,
 ) -> list[dict[str, Any]]:
-    """Every trial of every episode of a level (records already in ``done`` are reused: resume)."""
+    """Every trial of every episode of a level (records already in ``done`` are reused: resume).
+
+    Up to ``batch_size`` episodes run at once, each with its own agent from ``agent_factory``; each
+    round, every running episode takes one step (a model agent's steps in one batched call), and a
+    finished episode's place goes to the next. Records come back, and are written, in the order of
+    the one-at-a-time run (``batch_size=1``), with the same content: each episode's steps depend on
+    that episode alone."""
     done = done if done is not None else {}
     selected = episodes.episodes[:limit] if limit else episodes.episodes
-    records = []
-    agent = agent_factory()
+    jobs = [(trial, episode) for trial in range(trials) for episode in selected]
+    records: list[dict[str, Any] | None] = [done.get((e.id, setting, t)) for t, e in jobs]
+    waiting = [index for index, record in enumerate(records) if record is None]
+    fresh = set(waiting)
+    waiting.reverse()
+    active: list[tuple[int, EpisodeRun]] = []
+    written = 0
     log = JsonLinesAppender(trajectories) if trajectories is not None else None
     try:
-        for trial in range(trials):
-            for episode in selected:
-                key = (episode.id, setting, trial)
-                if key in done:
-                    records.append(done[key])
-                    continue
-                record = run_episode(agent, episode, setting, gold, trial=trial, limits=limits)
-                records.append(record)
-                if log is not None:
-                    log.write([record])
-                if progress is not None:
-                    progress(f"{episode.id} trial {trial}: {'success' if record['verdict']['success'] else 'fail'}")
+        while waiting or active:
+            while waiting and len(active) < max(1, batch_size):
+                index = waiting.pop()
+                trial, episode = jobs[index]
+                active.append((index, EpisodeRun(agent_factory(), episode, setting, gold, trial=trial, limits=limits)))
+            asking = [(index, run, run.request()) for index, run in active]
+            for index, run, request in asking:
+                if request is None:
+                    records[index] = run.record()
+            stepping = [(run, request) for _, run, request in asking if request is not None]
+            if stepping:
+                runs = [run for run, _ in stepping]
+                for run, (step, seconds) in zip(runs, step_all(runs, [request for _, request in stepping])):
+                    run.advance(step, seconds)
+            active = [(index, run) for index, run, request in asking if request is not None]
+            while written < len(jobs) and records[written] is not None:
+                record = records[written]
+                if written in fresh:
+                    if log is not None:
+                        log.write([record])
+                    if progress is not None:
+                        verdict = "success" if record["verdict"]["success"] else "fail"
+                        progress(f"{record['episode']} trial {record['trial']}: {verdict}")
+                written += 1
     finally:
         if log is not None:
             log.close()
-    return records
+    return records  # type: ignore[return-value]
 
 
 def default_gold_cache(data_dir: str | os.PathLike[str] | None, retriever: Any = None, call_timeout: float = 10.0) -> GoldCache:

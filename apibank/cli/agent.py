@@ -6,14 +6,17 @@ import argparse
 import datetime as _dt
 import json
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
-from apibank.benchmark import DEFAULT_SETTING, SETTINGS
+from apibank.benchmark import DEFAULT_SETTING, SETTINGS, TEMPLATE_MODES
 from apibank.cli.evaluate import hub_id
 from apibank.cli.flags import (
     add_levels, add_output, add_overwrite, add_quiet, checked_levels, progress_bar, show_progress,
 )
 from apibank.errors import OutputError, UsageError
+from apibank.generate.backends import BACKENDS
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -25,20 +28,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="searcher: find tools with ToolSearcher (level 1: the dialogue's tools are given); "
                              "all-tools: every tool of the set offered")
     parser.add_argument("--data-dir", default=None, help="local upstream copy (default: $APIBANK_DATA_DIR or download)")
-    add_output(parser, "folder for results.json, trajectories.jsonl, report.md, leaderboard/")
+    add_output(parser, "folder for results.json, trajectories.jsonl, report.md, report.html, leaderboard/")
     parser.add_argument("--trials", type=int, default=1, help="runs per episode (pass^k and pass@k with k = trials)")
     parser.add_argument("--limit", type=int, default=None, help="first N episodes per level (a subset: not comparable)")
     parser.add_argument("--max-steps", type=int, default=None, help="model steps per episode (default 40)")
     parser.add_argument("--time-limit", type=float, default=None, help="seconds per episode (default 300)")
-    parser.add_argument("--backend", default=None, choices=["transformers", "vllm", "openai"],
-                        help="default: openai with --base-url, else transformers")
-    parser.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (…/v1)")
-    parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the endpoint's key")
-    parser.add_argument("--tool-format", default="auto", choices=["auto", "native", "text"],
-                        help="native: the chat template's / endpoint's tool calling; text: our JSON-in-text "
-                             "template (models without a tool-capable template); auto: native when available")
-    parser.add_argument("--temperature", type=float, default=0.0)
-    parser.add_argument("--max-new-tokens", type=int, default=256)
     add_overwrite(parser, "discard trajectories already in --output (default: resume)")
     parser.add_argument("--json", action="store_true", help="print one JSON object: per level the headline figures")
     add_quiet(parser)
@@ -48,6 +42,88 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--push-to-hub", nargs="?", const=True, default=None, metavar="MODEL_REPO",
                         help="open a pull request with the results on the model repository (default: --model); "
                         "needs --dataset-id and --output, never with --limit")
+    gen = parser.add_argument_group("generation (as for evaluate)")
+    gen.add_argument("--backend", default=None, choices=BACKENDS,
+                     help="default: openai with --base-url, else transformers")
+    gen.add_argument("--tool-format", default="auto", choices=["auto", "native", "text"],
+                     help="native: the chat template's / endpoint's tool calling; text: our JSON-in-text "
+                          "transcript (models without a tool-capable template); auto: native when available")
+    gen.add_argument("--batch-size", type=int, default=8,
+                     help="episodes stepped together: each model step is one batched call (1: one at a time)")
+    gen.add_argument("--max-new-tokens", type=int, default=256, help="cap on new tokens per model step")
+    gen.add_argument("--price-per-mtok", default=None, metavar="IN,OUT",
+                     help="price per million prompt tokens and per million generated tokens: adds a cost to usage")
+    gen.add_argument("--dtype", default="auto", help="auto, float32, bfloat16, float16")
+    gen.add_argument("--device", default=None, help="transformers: device (default: cuda if available)")
+    gen.add_argument("--chat-template", default="auto", metavar="auto|on|off|FILE",
+                     help="FILE: a Jinja chat template replacing the model's (adapted to what it accepts; the "
+                          "adaptations are recorded in results.json)")
+    gen.add_argument("--base-url", default=None, help="openai: API root, e.g. http://127.0.0.1:8000/v1")
+    gen.add_argument("--api-key-env", default="OPENAI_API_KEY", help="openai: environment variable holding the key")
+    gen.add_argument("--concurrency", type=int, default=8, help="openai: parallel requests of a step")
+
+
+def check_arguments(args: argparse.Namespace) -> tuple[list[str], Any]:
+    """Everything that can be checked before a model loads or a file is written; returns the levels and
+    the price (or None)."""
+    import os
+
+    from apibank.agent.agents import SCRIPTED_AGENTS
+    from apibank.cli.checks import check_endpoint, check_model
+    from apibank.cli.folders import check_data_dir, check_writable
+    from apibank.pipeline.results import parse_price
+
+    levels = checked_levels(args.levels)
+    try:
+        price = parse_price(args.price_per_mtok)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    for name, value, low in (("--trials", args.trials, 1), ("--limit", args.limit, 1),
+                             ("--batch-size", args.batch_size, 1), ("--max-new-tokens", args.max_new_tokens, 1),
+                             ("--concurrency", args.concurrency, 1), ("--max-steps", args.max_steps, 1)):
+        if value is not None and value < low:
+            raise UsageError(f"{name} {value}: must be at least {low}")
+    if args.time_limit is not None and not 0 < args.time_limit < float("inf"):
+        raise UsageError(f"--time-limit {args.time_limit}: give a positive number of seconds")
+    check_data_dir(args.data_dir, levels)
+    if args.output is not None:
+        check_writable(args.output)
+    if args.model in SCRIPTED_AGENTS:
+        return levels, price
+    args.backend = args.backend or ("openai" if args.base_url else "transformers")
+    template_file = args.chat_template not in TEMPLATE_MODES
+    if template_file and args.tool_format == "text":
+        raise UsageError("--chat-template FILE goes with the native tool format; --tool-format text sends a plain "
+                         "transcript without a chat template")
+    if args.backend == "openai":
+        if not args.base_url:
+            raise UsageError("--backend openai needs --base-url, e.g. --base-url http://127.0.0.1:8000/v1")
+        if template_file:
+            raise UsageError("--chat-template FILE: the server applies its own template; give the template to the "
+                             "server instead (e.g. vLLM --chat-template)")
+        check_endpoint(args.base_url, os.environ.get(args.api_key_env), 120.0)
+        return levels, price
+    check_model(args.model, args.backend, None)
+    if template_file:
+        from apibank.generate.backends.hf import read_chat_template
+
+        try:
+            read_chat_template(args.chat_template)
+        except ValueError as error:
+            raise UsageError(f"{error}; give a Jinja chat template file, or auto/on/off") from None
+    return levels, price
+
+
+def model_backend_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The backend options ``evaluate`` builds from the same flags (those the agent has not take their defaults)."""
+    from apibank.cli.evaluate import backend_options
+
+    defaults = {"revision": None, "device_map": None, "trust_remote_code": False, "tensor_parallel_size": 1,
+                "max_retries": 5, "request_timeout": 120.0, "tool_results_as_user": False}
+    options = backend_options(argparse.Namespace(**{**defaults, **vars(args)}))
+    if args.tool_format == "text" and "chat_template" in options:
+        options["chat_template"] = "off"  # the transcript goes out as plain text, never inside a template
+    return options
 
 
 def run(args: argparse.Namespace) -> int:
@@ -57,8 +133,9 @@ def run(args: argparse.Namespace) -> int:
     from apibank.data.episodes import load_episodes
     from apibank.hub.agentic import agentic_leaderboard_note
     from apibank.pipeline.agentic import write_agentic_outputs
+    from apibank.pipeline.results import library_versions, package_version, usage_totals
 
-    levels = check_arguments(args)
+    levels, price = check_arguments(args)
     repo = push_target(args)
     if repo and args.output is None:
         raise UsageError("--push-to-hub needs --output, the folder whose result file is pushed")
@@ -67,38 +144,59 @@ def run(args: argparse.Namespace) -> int:
               "written or pushed under the official task ids", file=sys.stderr)
     output = Path(args.output) if args.output else None
     previous = _previous_trajectories(output, args) if output is not None else []
-    agent_factory, model_info = _agent(args)
-    limits = Limits(max_steps=args.max_steps or DEFAULT_MAX_STEPS, time_limit=args.time_limit or DEFAULT_TIME_LIMIT)
-    trajectories = None
-    done: dict = {}
-    if output is not None:
-        output.mkdir(parents=True, exist_ok=True)
-        trajectories = output / "trajectories.jsonl"
-        if args.overwrite and trajectories.exists():
-            trajectories.unlink()
-        for record in previous:
-            done[(record["episode"], record["setting"], record["trial"])] = record
+    done = {(record["episode"], record["setting"], record["trial"]): record for record in previous}
+    sets = [load_episodes(level, args.data_dir) for level in levels]
     gold = default_gold_cache(args.data_dir)
-    summaries = {}
-    for level in levels:
-        episodes = load_episodes(level, args.data_dir)
-        if args.limit:
-            episodes.episodes = episodes.episodes[: args.limit]
-        keys = [(episode.id, args.setting, trial) for trial in range(args.trials) for episode in episodes.episodes]
-        with progress_bar(len(keys), f"agent {level}", enabled=show_progress(args), unit="episode",
-                          initial=sum(key in done for key in keys)) as bar:
-            records = run_level(agent_factory, episodes, args.setting, gold, trials=args.trials, limits=limits,
-                                trajectories=trajectories, done=done, progress=lambda line: bar.update())
-        summaries[level] = summarise(episodes, records, args.trials)
+    agent_factory, driver = _agent(args)
+    limits = Limits(max_steps=args.max_steps or DEFAULT_MAX_STEPS, time_limit=args.time_limit or DEFAULT_TIME_LIMIT)
+    trajectories = output / "trajectories.jsonl" if output is not None else None
+    try:
+        if output is not None:
+            output.mkdir(parents=True, exist_ok=True)
+            if args.overwrite and trajectories.exists():
+                trajectories.unlink()
+        summaries, records = {}, []
+        started = time.perf_counter()
+        for episodes in sets:
+            if args.limit:
+                episodes.episodes = episodes.episodes[: args.limit]
+            keys = [(e.id, args.setting, trial) for trial in range(args.trials) for e in episodes.episodes]
+            with progress_bar(len(keys), f"agent {episodes.level}", enabled=show_progress(args), unit="episode",
+                              initial=sum(key in done for key in keys)) as bar:
+                level_records = run_level(agent_factory, episodes, args.setting, gold, trials=args.trials,
+                                          limits=limits, trajectories=trajectories, done=done,
+                                          progress=lambda line: bar.update(), batch_size=args.batch_size)
+            summaries[episodes.level] = summarise(episodes, level_records, args.trials)
+            records += level_records
+        wall = time.perf_counter() - started
+        model_info = driver.info() if driver is not None else {"id": args.model, "backend": "scripted"}
+        template = driver.backend.template_info() if driver is not None and hasattr(driver.backend, "template_info") else None
+    finally:
+        if driver is not None:
+            driver.close()
+    usage = usage_totals([{"prompt_tokens": r["usage"].get("prompt_tokens"),
+                           "generated_tokens": r["usage"].get("completion_tokens"),
+                           "seconds": r.get("model_seconds")} for r in records],
+                         price_per_mtok=price, wall_seconds=wall)
+    fresh = sum(1 for r in records if (r["episode"], r["setting"], r["trial"]) not in done)
+    usage["episodes_per_second"] = round(fresh / wall, 4) if fresh and wall > 0 else None
     results = {
         "model": model_info,
         "setting": args.setting,
         "trials": args.trials,
         "limit": args.limit,
         "limits": {"max_steps": limits.max_steps, "time_limit": limits.time_limit, "call_timeout": limits.call_timeout},
+        "batch_size": args.batch_size,
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "apibank_version": package_version(),
         "levels": summaries,
+        "usage": usage,
+        "versions": library_versions(),
     }
+    if driver is not None:
+        results["decoding"] = driver.settings.as_dict()
+    if template is not None:  # the chat template used and each adaptation it needed
+        results["chat_template"] = template
     if output is not None:
         write_agentic_outputs(results, output, dataset_id=args.dataset_id)
         note = agentic_leaderboard_note(results, args.dataset_id)
@@ -120,33 +218,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def check_arguments(args: argparse.Namespace) -> list[str]:
-    """Everything that can be checked before a model loads or a file is written; returns the levels."""
-    from apibank.agent.agents import SCRIPTED_AGENTS
-    from apibank.cli.checks import check_model
-    from apibank.cli.folders import check_data_dir, check_writable
-
-    levels = checked_levels(args.levels)
-    for name, value, low in (("--trials", args.trials, 1), ("--limit", args.limit, 1),
-                             ("--max-steps", args.max_steps, 1), ("--max-new-tokens", args.max_new_tokens, 1)):
-        if value is not None and value < low:
-            raise UsageError(f"{name} {value}: must be at least {low}")
-    if args.time_limit is not None and not 0 < args.time_limit < float("inf"):
-        raise UsageError(f"--time-limit {args.time_limit}: give a positive number of seconds")
-    check_data_dir(args.data_dir, levels)
-    if args.output is not None:
-        check_writable(args.output)
-    if args.model in SCRIPTED_AGENTS:
-        return levels
-    backend = args.backend or ("openai" if args.base_url else "transformers")
-    if backend == "openai":
-        if not args.base_url:
-            raise UsageError("--backend openai needs --base-url, e.g. --base-url http://127.0.0.1:8000/v1")
-    else:
-        check_model(args.model, backend, None)
-    return levels
-
-
 def _previous_trajectories(output: Path, args: argparse.Namespace) -> list[dict]:
     """The trajectories a resumed run keeps (none with --overwrite)."""
     from apibank.agent.runner import read_trajectories
@@ -166,11 +237,19 @@ def _previous_trajectories(output: Path, args: argparse.Namespace) -> list[dict]
 
 
 def _agent(args: argparse.Namespace):
+    """``(agent factory, model driver or None)``: a scripted agent class, or handles on one loaded model."""
     from apibank.agent.agents import SCRIPTED_AGENTS
 
     if args.model in SCRIPTED_AGENTS:
-        cls = SCRIPTED_AGENTS[args.model]
-        return cls, {"id": args.model, "backend": "scripted"}
-    from apibank.agent.backends import model_agent_factory
+        return SCRIPTED_AGENTS[args.model], None
+    from apibank.agent.model_agent import AgentSetupError, ModelAgent, ModelDriver
+    from apibank.generate.backends import make_backend
 
-    return model_agent_factory(args)
+    backend = make_backend(args.model, args.backend, **model_backend_options(args))
+    try:
+        driver = ModelDriver(backend, tool_format=args.tool_format, max_new_tokens=args.max_new_tokens,
+                             label=args.model)
+    except AgentSetupError as error:
+        backend.close()
+        raise UsageError(str(error)) from None
+    return (lambda: ModelAgent(driver)), driver

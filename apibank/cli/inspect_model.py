@@ -6,13 +6,14 @@ from __future__ import annotations
 import argparse
 import shlex
 
+from apibank.benchmark import LEVEL_NUMBERS
 from apibank.cli.flags import add_output
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_output(parser, "folder for the converted tokenizer (required)")
     parser.add_argument("--data-dir", default=None, help="local copy of the upstream API-Bank folder for the task")
-    parser.add_argument("--level", type=int, choices=(1, 2, 3), default=1, help="the task's level (default 1)")
+    parser.add_argument("--level", type=int, choices=LEVEL_NUMBERS, default=1, help="the task's level (default 1)")
     parser.add_argument("--limit", type=int, default=2, help="samples the printed command runs (default 2)")
 
 

@@ -29,7 +29,7 @@ import copy
 from collections import Counter
 from typing import Any, Iterable, Mapping, Sequence
 
-SEARCHER = "ToolSearcher"
+from apibank.benchmark import PROTOCOLS, SEARCHER
 
 NO_API_CALL = "No API Call"
 API_HALLUCINATION = "API Hallucination"
@@ -175,7 +175,7 @@ def markdown_section(scores: Mapping[str, Any], levels: Sequence[str], protocols
 def results_error_table(results: Mapping[str, Any]) -> str:
     """:func:`error_table` for a results.json dictionary (its levels and protocols)."""
     scores = results.get("scores") or {}
-    protocols = [p for p in ("paper", "corrected") if p in scores] + [
-        p for p in scores if p not in ("paper", "corrected") and isinstance(scores[p], dict)
+    protocols = [p for p in PROTOCOLS if p in scores] + [
+        p for p in scores if p not in PROTOCOLS and isinstance(scores[p], dict)
     ]
     return error_table(scores, list(results.get("levels") or []), protocols)

@@ -1,7 +1,9 @@
-"""Model agents of ``apibank agent``: an OpenAI-compatible endpoint with native tool calls (local server),
-a tiny transformers model through its chat template and through the text template."""
+"""Model agents of ``apibank agent`` through the model layer: an OpenAI-compatible endpoint with native
+tool calls (local server), a tiny transformers model through its chat template and through the text
+template, and episodes stepped together giving the same results as one at a time."""
 
 from __future__ import annotations
+from support.paths import TEMPLATES_DIR
 
 import http.server
 import json
@@ -10,11 +12,12 @@ import threading
 import pytest
 
 from apibank.agent.agents import OracleAgent
-from apibank.agent.backends import TransformersAgent, step_from_text, text_prompt, _CallIds
+from apibank.agent.model_agent import CallIds, ModelAgent, ModelDriver, step_from_text, text_prompt
 from apibank.agent.environment import EpisodeEnvironment
 from apibank.data.episodes import load_episodes
-from apibank.agent.runner import Limits, default_gold_cache, run_episode
+from apibank.agent.runner import Limits, default_gold_cache, run_episode, run_level
 from apibank.cli.main import main
+from apibank.generate.backends import make_backend
 
 
 class ScriptedEndpoint:
@@ -74,9 +77,9 @@ def test_openai_compatible_endpoint_native_tool_calls_end_to_end(data_dir, gold,
 
 
 def test_calls_in_text_and_refused_arguments(data_dir, gold):
-    step = step_from_text('<tool_call>{"name": "QueryMeeting", "arguments": {"user_name": "John"}}</tool_call>', set(), _CallIds())
+    step = step_from_text('<tool_call>{"name": "QueryMeeting", "arguments": {"user_name": "John"}}</tool_call>', CallIds())
     assert [(c.name, c.arguments) for c in step.calls] == [("QueryMeeting", {"user_name": "John"})] and step.text == ""
-    answer = step_from_text("You have two meetings.", set(), _CallIds())
+    answer = step_from_text("You have two meetings.", CallIds())
     assert answer.calls == [] and answer.text == "You have two meetings."
     env = EpisodeEnvironment(load_episodes("level-3", data_dir).episodes[0], "all-tools", gold.data)
     assert env.call("QueryMeeting", "user_name=John").error == "the arguments must be a JSON object"
@@ -103,11 +106,106 @@ def tiny_model(tmp_path_factory, data_dir):
 
 @pytest.mark.parametrize("tool_format", ["native", "text"])
 def test_tiny_transformers_model_runs_episodes_end_to_end(tiny_model, tool_format, data_dir, gold):
-    agent = TransformersAgent(str(tiny_model), tool_format=tool_format, max_new_tokens=8)
-    assert agent.native == (tool_format == "native")
+    driver = ModelDriver(make_backend(str(tiny_model), device="cpu"), tool_format=tool_format, max_new_tokens=8)
+    agent = ModelAgent(driver)
+    assert driver.native == (tool_format == "native")
     episode = load_episodes("level-1", data_dir).episodes[0]
     record = run_episode(agent, episode, "all-tools", gold, limits=Limits(max_steps=3))
     assert 1 <= record["steps"] <= 3
     assert record["usage"]["completion_tokens"] <= 8 * record["steps"]
     assert record["verdict"]["success"] is False  # a random model achieves nothing
     assert record["verdict"]["state_ok"] in (True, False) and record["verdict"]["missing"]
+
+
+def _without_timings(records):
+    return [{k: v for k, v in r.items() if k not in ("seconds", "model_seconds")} for r in records]
+
+
+@pytest.mark.parametrize("level,setting", [("level-1", "searcher"), ("level-3", "all-tools"), ("level-3", "searcher")])
+def test_oracle_stepped_together_equals_one_at_a_time(level, setting, data_dir, gold):
+    episodes = load_episodes(level, data_dir)
+    one = run_level(OracleAgent, episodes, setting, gold, trials=2, limit=12, batch_size=1)
+    many = run_level(OracleAgent, episodes, setting, gold, trials=2, limit=12, batch_size=8)
+    assert [(r["episode"], r["trial"]) for r in many] == [(r["episode"], r["trial"]) for r in one]
+    assert _without_timings(many) == _without_timings(one)
+    assert all(r["verdict"]["success"] for r in many)
+
+
+class CountingBackend:
+    """Wraps a backend; records each generate call's size and its completions' reused prompt tokens."""
+
+    def __init__(self, inner):
+        self.inner, self.calls, self.reused = inner, [], []
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def generate(self, conversations, prompts, settings):
+        completions = self.inner.generate(conversations, prompts, settings)
+        self.calls.append(len(conversations))
+        self.reused.append([(c.extra.get("reused_prompt_tokens", 0), c.prompt_tokens) for c in completions])
+        return completions
+
+
+@pytest.mark.parametrize("tool_format", ["native", "text"])
+def test_tiny_model_stepped_together_equals_one_at_a_time(tiny_model, tool_format, data_dir, gold):
+    backend = make_backend(str(tiny_model), device="cpu")
+    episodes = load_episodes("level-3", data_dir)
+    limits = Limits(max_steps=3)
+
+    def run(batch_size):
+        counting = CountingBackend(backend)
+        driver = ModelDriver(counting, tool_format=tool_format, max_new_tokens=12)
+        records = run_level(lambda: ModelAgent(driver), episodes, "all-tools", gold, limit=6, limits=limits,
+                            batch_size=batch_size)
+        return records, counting
+
+    one, sequential = run(1)
+    many, batched = run(6)
+    assert _without_timings(many) == _without_timings(one)
+    steps = sum(r["steps"] for r in many)
+    assert sum(batched.calls) == steps == sum(sequential.calls)
+    assert len(batched.calls) <= limits.max_steps and max(batched.calls) == 6  # one batched call per model step
+    assert all(r["usage"]["prompt_tokens"] > 0 and r["model_seconds"] > 0 for r in many)
+    # The episodes share the system text and the tool schemas (most of the prompt): after the first prompt
+    # of the run, every prompt of the first step reuses the KV cache of that prefix.
+    assert all(reused > 0.9 * prompt for reused, prompt in batched.reused[0][1:])
+
+
+def test_cli_strict_template_through_the_model_layer_records_adaptations(tiny_model, data_dir, tmp_path, capsys):
+    import hashlib
+    from pathlib import Path
+
+    template = TEMPLATES_DIR / "strict_alternation.jinja"
+    assert main(["agent", "--model", str(tiny_model), "--chat-template", str(template), "--setting", "all-tools",
+                 "--levels", "3", "--limit", "2", "--max-steps", "2", "--max-new-tokens", "8", "--batch-size", "2",
+                 "--price-per-mtok", "1,2", "--dtype", "float32", "--device", "cpu", "--data-dir", str(data_dir),
+                 "--output", str(tmp_path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["level-3"]["episodes"] == 2
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["model"]["tool_format"] == "native" and results["model"]["backend"] == "transformers"
+    assert results["model"]["dtype"] == "float32" and results["batch_size"] == 2
+    used = results["chat_template"]
+    assert used["chat_template_sha256"] == hashlib.sha256(template.read_bytes()).hexdigest()
+    names = [a["name"] for a in used["template_adaptations"]]
+    assert {"tools-in-prompt", "system-in-first-user"} <= set(names)
+    usage = results["usage"]
+    assert usage["samples"] == 2 and usage["prompt_tokens"] > 0 and usage["generated_tokens"] > 0
+    assert usage["cost"] > 0 and usage["seconds"] > 0 and usage["episodes_per_second"] > 0
+    assert results["versions"]["transformers"] and results["versions"]["torch"]
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--levels", "4"], "--levels"),
+    (["--batch-size", "0"], "--batch-size 0"),
+    (["--price-per-mtok", "1"], "--price-per-mtok"),
+    (["--chat-template", "no-such.jinja"], "--chat-template no-such.jinja"),
+    (["--tool-format", "text", "--chat-template", "tests/templates/strict_alternation.jinja"], "--tool-format text"),
+])
+def test_cli_refuses_bad_options_before_any_work(flags, message, tiny_model, data_dir, tmp_path, capsys):
+    output = tmp_path / "out"
+    assert main(["agent", "--model", str(tiny_model), "--data-dir", str(data_dir), "--output", str(output),
+                 *flags]) == 2
+    error = capsys.readouterr().err
+    assert message in error and len(error.strip().splitlines()) == 1
+    assert not output.exists()

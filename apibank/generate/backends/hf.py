@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from apibank.benchmark import TEMPLATE_MODES
 from apibank.generate.backends.base import Backend, Completion
@@ -228,6 +228,15 @@ class TransformersBackend(_HFRendering, Backend):
 
     def token_counts(self, texts):
         return [len(ids) for ids in self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
+
+    def end_answers_at(self, tokens: Sequence[str]) -> list[str]:
+        """Also end every answer at these tokens (a chat template's end-of-turn marker that the model's EOS
+        list lacks, as for a base model given a template); returns those in the vocabulary."""
+        vocab = self.tokenizer.get_vocab()
+        found = [token for token in tokens if token in vocab]
+        self.eos_ids = sorted(set(self.eos_ids) | {vocab[token] for token in found})
+        self.decoder.eos_ids = set(self.eos_ids)
+        return found
 
     def _trim(self, ids: list[int]) -> list[int]:
         for index, token in enumerate(ids):

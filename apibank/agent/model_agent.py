@@ -1,0 +1,257 @@
+"""Model agents: an episode step (chat messages + the tools offered now) as a :class:`Conversation` for
+the one model layer (:mod:`apibank.generate.backends`), and its :class:`Completion` back as a :class:`Step`.
+
+Two ways to show the tools to a model:
+
+- ``native``: the ``tools`` format: the tools' JSON schemas go to the chat template (or the endpoint),
+  adapted by :class:`~apibank.generate.templates.TemplateAdapter` to what the template accepts; calls
+  come back parsed by the backend;
+- ``text``: for models without a (tool-capable) chat template: a plain transcript with the tools'
+  JSON schemas (:func:`text_prompt`), sent as completion text; calls are JSON objects in the text.
+
+Many episodes step together: :meth:`ModelDriver.act_many` turns the steps of every episode waiting for
+the model into ONE batched ``Backend.generate`` call. The prompts go out sorted, so that episodes
+sharing the system text and tool schemas are adjacent and the transformers backend reuses the KV
+cache of that prefix (vLLM has prefix caching; an endpoint gets the step's requests concurrently).
+Greedy decoding gives each episode the same answer whatever it is batched with.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any, Sequence
+
+from apibank.agent.agents import Step, ToolCall
+from apibank.data.episodes import Episode
+from apibank.generate.backends import Backend, Completion, DecodingSettings
+from apibank.generate.conversation import Conversation
+from apibank.generate.runner import usage_of
+from apibank.generate.stops import cut_at_stop
+from apibank.generate.templates import TemplateRefusal
+from apibank.generate.toolcalls import calls_in_text
+
+TOOL_FORMATS = ("auto", "native", "text")
+
+# ------------------------------------------------------------------------------ the text template
+TEXT_TOOLS_HEADER = (
+    "Tools you can call. To call one, answer with one line of JSON and nothing else:\n"
+    '{"name": "<tool name>", "arguments": {<parameter>: <value>, ...}}\n'
+    "When you have what the user asked for, answer the user in plain words.\n"
+)
+TEXT_STOPS = ("\nUser:", "\nTool result:", "\nSystem:")
+# A base model behind a chat template writes on past its turn: its answer ends at the template's
+# turn markers (those the rendered prompt contains), as at EOS.
+TURN_END_MARKERS = ("<end_of_turn>", "<start_of_turn>", "<|im_end|>", "<|eot_id|>", "<|end|>")
+
+class AgentSetupError(ValueError):
+    """A model agent that cannot run as asked (a format the model cannot take, a bad option)."""
+
+
+def _loads(text: Any) -> Any:
+    if not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def text_prompt(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
+    """A plain transcript with the tools' JSON schemas, for models without a (tool-capable) chat template."""
+    lines: list[str] = []
+    for message in messages:
+        role = message["role"]
+        if role == "system":
+            lines.append(f"System: {message['content']}\n")
+            lines.append(TEXT_TOOLS_HEADER)
+            lines.extend(json.dumps(schema["function"], ensure_ascii=False) for schema in tools)
+            lines.append("")
+        elif role == "user":
+            lines.append(f"User: {message['content']}")
+        elif role == "assistant":
+            calls = message.get("tool_calls") or []
+            if calls:
+                for call in calls:
+                    shown = {"name": call["function"]["name"], "arguments": _loads(call["function"]["arguments"])}
+                    lines.append("Assistant: " + json.dumps(shown, ensure_ascii=False))
+            else:
+                lines.append(f"Assistant: {message['content']}")
+        elif role == "tool":
+            lines.append(f"Tool result: {message['content']}")
+    lines.append("Assistant:")
+    return "\n".join(lines)
+
+
+def chat_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The episode's messages as the model layer takes them: tool-call arguments as objects, not JSON text."""
+    out = []
+    for message in messages:
+        if message.get("tool_calls"):
+            message = {**message, "tool_calls": [
+                {**c, "function": {**c["function"], "arguments": _loads(c["function"]["arguments"])}}
+                for c in message["tool_calls"]
+            ]}
+        out.append(message)
+    return out
+
+
+class CallIds:
+    """Call ids of one episode: ``call_0``, ``call_1``, ..."""
+
+    def __init__(self) -> None:
+        self._ids = itertools.count()
+
+    def next(self) -> str:
+        return f"call_{next(self._ids)}"
+
+
+def step_from_text(text: str, ids: CallIds) -> Step:
+    """Calls written in text (JSON objects naming a tool); otherwise the text is the answer."""
+    calls = [ToolCall(ids.next(), name, arguments) for name, arguments in calls_in_text(text)]
+    return Step(text="" if calls else text.strip(), calls=calls, raw=text)
+
+
+# ------------------------------------------------------------------------------ the driver
+class ModelDriver:
+    """One backend serving every episode of a run; :meth:`act_many` steps many episodes in one call."""
+
+    def __init__(self, backend: Backend, *, tool_format: str = "auto", max_new_tokens: int = 256,
+                 label: str | None = None) -> None:
+        if tool_format not in TOOL_FORMATS:
+            raise AgentSetupError(f"--tool-format {tool_format!r}: expected one of {', '.join(TOOL_FORMATS)}")
+        self.backend = backend
+        self.label = label or str(backend.info().get("model_id"))
+        self.native = self._resolve_native(tool_format)
+        self.end_tokens: list[str] = []
+        stops = self._turn_end_stops() if self.native else TEXT_STOPS
+        self.settings = DecodingSettings(max_new_tokens=max_new_tokens, stop=stops)
+
+    def _probe(self) -> Conversation:
+        tools = [{"type": "function", "function": {"name": "Probe", "description": "probe",
+                                                   "parameters": {"type": "object", "properties": {}}}}]
+        return Conversation("probe", 3, "api", "tools", [{"role": "system", "content": "s"},
+                                                         {"role": "user", "content": "u"}], tools=tools)
+
+    def _resolve_native(self, tool_format: str) -> bool:
+        if tool_format == "text":
+            return False
+        try:
+            self.backend.render(self._probe())
+        except TemplateRefusal as error:
+            if tool_format == "native":
+                raise AgentSetupError(f"--tool-format native: {error}; or use --tool-format text") from None
+            return False
+        return True
+
+    def _turn_end_stops(self) -> tuple[str, ...]:
+        """The template's turn markers end every answer: as tokens where the backend can (tokenizers
+        drop them from decoded text), else as stop strings (vLLM keeps them in its text)."""
+        tokenizer = getattr(self.backend, "tokenizer", None)
+        if tokenizer is None:  # an endpoint ends its turns itself
+            return ()
+        prompt = self.backend.render(self._probe())
+        vocab = tokenizer.get_vocab()
+        markers = tuple(m for m in TURN_END_MARKERS if m in vocab and m in prompt)
+        end_answers_at = getattr(self.backend, "end_answers_at", None)
+        if end_answers_at is None:
+            return markers
+        self.end_tokens = end_answers_at(markers)
+        return ()
+
+    @property
+    def tool_format(self) -> str:
+        return "native" if self.native else "text"
+
+    def conversation(self, key: str, level: int, messages: list[dict[str, Any]],
+                     tools: list[dict[str, Any]]) -> Conversation:
+        if self.native:
+            return Conversation(key, level, "api", "tools", chat_messages(messages), tools=tools)
+        text = text_prompt(messages, tools)
+        return Conversation(key, level, "api", "paper", [{"role": "user", "content": text}], plain_text=text)
+
+    def _step(self, completion: Completion, ids: CallIds, share: float) -> Step:
+        usage = usage_of(completion, share)
+        if self.native and completion.tool_calls:
+            step = Step(calls=[ToolCall(ids.next(), name, arguments) for name, arguments in completion.tool_calls],
+                        raw=completion.raw)
+        else:
+            step = step_from_text(cut_at_stop(completion.text, self.settings.stop), ids)
+        step.usage = {key: int(usage[name]) for key, name in (("prompt_tokens", "prompt_tokens"),
+                                                              ("completion_tokens", "generated_tokens"))
+                      if usage.get(name) is not None}
+        step.seconds = usage["seconds"]
+        return step
+
+    def _generate(self, conversations: list[Conversation], prompts: list[str]) -> list[Completion | BaseException]:
+        try:
+            return list(self.backend.generate(conversations, prompts, self.settings))
+        except Exception:
+            if len(conversations) == 1:
+                raise
+        # Which request failed: each one alone, so that only its own episode ends with the error.
+        out: list[Completion | BaseException] = []
+        for conversation, prompt in zip(conversations, prompts):
+            try:
+                out.extend(self.backend.generate([conversation], [prompt], self.settings))
+            except Exception as error:  # noqa: BLE001 (the episode records it and stops)
+                out.append(error)
+        return out
+
+    def act_many(self, requests: Sequence[tuple["ModelAgent", list[dict[str, Any]], list[dict[str, Any]]]]
+                 ) -> list[Step | BaseException]:
+        """One step for each ``(agent, messages, tools)``, in one batched generate call."""
+        import time
+
+        results: list[Step | BaseException | None] = [None] * len(requests)
+        conversations, prompts, where = [], [], []
+        for index, (agent, messages, tools) in enumerate(requests):
+            conversation = self.conversation(agent.key, agent.level, messages, tools)
+            try:
+                prompts.append(self.backend.render(conversation))
+            except Exception as error:  # noqa: BLE001 (a conversation the template refuses ends its episode)
+                results[index] = error
+                continue
+            conversations.append(conversation)
+            where.append(index)
+        # Shared prefixes next to each other: the transformers backend reuses the previous prompt's KV cache.
+        order = sorted(range(len(prompts)), key=lambda i: prompts[i])
+        started = time.perf_counter()
+        completions = self._generate([conversations[i] for i in order], [prompts[i] for i in order]) if order else []
+        share = (time.perf_counter() - started) / max(1, len(order))
+        for position, completion in zip(order, completions):
+            index = where[position]
+            if isinstance(completion, BaseException):
+                results[index] = completion
+            else:
+                results[index] = self._step(completion, requests[index][0].ids, share)
+        return results  # type: ignore[return-value]
+
+    def info(self) -> dict[str, Any]:
+        return {"id": self.label, **{k: v for k, v in self.backend.info().items() if k != "model_id"},
+                "tool_format": self.tool_format, "max_new_tokens": self.settings.max_new_tokens,
+                "end_tokens": self.end_tokens}
+
+    def close(self) -> None:
+        self.backend.close()
+
+
+class ModelAgent:
+    """One episode's handle on a :class:`ModelDriver` (its call ids); the runner batches its steps."""
+
+    def __init__(self, driver: ModelDriver) -> None:
+        self.driver = driver
+        self.name = driver.label
+        self.ids = CallIds()
+        self.key, self.level = "", 0
+
+    def start(self, episode: Episode, setting: str, trial: int) -> None:
+        self.ids = CallIds()
+        self.key = f"{episode.id}#{setting}#{trial}"
+        self.level = int(str(episode.level).rsplit("-", 1)[-1])
+
+    def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Step:
+        result = self.driver.act_many([(self, messages, tools)])[0]
+        if isinstance(result, BaseException):
+            raise result
+        return result
