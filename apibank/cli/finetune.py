@@ -85,7 +85,7 @@ def check_numbers(args: argparse.Namespace) -> None:
                         ("--learning-rate", args.learning_rate), ("--max-length", args.max_length),
                         ("--gradient-accumulation", args.gradient_accumulation)):
         if not value > 0:
-            raise UsageError(f"{flag} {value}: must be positive")
+            raise UsageError(f"{flag} {value:g}: must be positive")
 
 
 def check_template(args: argparse.Namespace) -> None:

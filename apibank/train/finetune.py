@@ -58,8 +58,8 @@ class Recipe:
     lora: bool | None = None  # None: LoRA, except on a GPU that holds full fine-tuning
     lora_rank: int = 16
     max_length: int = 1024
-    batch_size: int = 4
-    gradient_accumulation: int = 2
+    batch_size: int = 2
+    gradient_accumulation: int = 4
     seed: int = 0
 
 
@@ -223,10 +223,9 @@ def _trainer(tokenizer, model, rows: list[dict[str, list[int]]], request: Reques
         gradient_accumulation_steps=recipe.gradient_accumulation,
         learning_rate=recipe.learning_rate,
         lr_scheduler_type="cosine",
-        warmup_steps=0.05,
         logging_steps=1,
         save_strategy="steps",
-        save_steps=5,
+        save_steps=0.05,  # a checkpoint every 5% of the steps: an interrupted run loses little
         save_total_limit=2,
         report_to=[],
         seed=recipe.seed,
@@ -235,6 +234,8 @@ def _trainer(tokenizer, model, rows: list[dict[str, list[int]]], request: Reques
         max_length=recipe.max_length,
         bf16=on_gpu and torch.cuda.is_bf16_supported(),
         use_cpu=not on_gpu,
+        # Recomputing activations trades time for memory: worth it on a GPU, not on a CPU's plentiful RAM.
+        activation_checkpointing=on_gpu,
         dataloader_num_workers=0,
         disable_tqdm=False,
     )
