@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -216,6 +216,10 @@ def _trainer(tokenizer, model, rows: list[dict[str, list[int]]], request: Reques
 
     recipe = request.recipe
     on_gpu = torch.cuda.is_available()
+    # Recomputing activations trades time for memory: worth it on a GPU, not on a CPU's plentiful RAM.
+    # (transformers 5 renamed gradient_checkpointing to activation_checkpointing.)
+    names = {option.name for option in fields(SFTConfig)}
+    checkpointing = "activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"
     config = SFTConfig(
         output_dir=str(checkpoints),
         num_train_epochs=recipe.epochs,
@@ -234,10 +238,9 @@ def _trainer(tokenizer, model, rows: list[dict[str, list[int]]], request: Reques
         max_length=recipe.max_length,
         bf16=on_gpu and torch.cuda.is_bf16_supported(),
         use_cpu=not on_gpu,
-        # Recomputing activations trades time for memory: worth it on a GPU, not on a CPU's plentiful RAM.
-        activation_checkpointing=on_gpu,
         dataloader_num_workers=0,
         disable_tqdm=False,
+        **{checkpointing: on_gpu},
     )
     peft_config = None
     if lora:
