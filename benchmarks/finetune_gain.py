@@ -11,9 +11,13 @@ Steps (each resumes where it stopped, so an interrupted run is continued by the 
    and ``WORK/gain.md``: accuracy before and after with Wilson intervals, the discordant pairs and
    the exact two-sided McNemar p-value, and what the fine-tuned model still gets wrong, by category.
 
-Sizing on the 2-core CPU the benchmark targets: about 12 s per training sample of ~350 tokens with
-no other load (Gemma 3 270M, LoRA rank 16, batch 2, no activation checkpointing), so the default
-recipe (256 samples, 2 epochs: 512 sample passes) trains in about 45-55 minutes.
+Sizing (measured with ``/usr/bin/time`` on the shared 2-core CPU): fine-tuning Gemma 3 270M from the
+GGUF file on 16 samples (5,352 tokens, LoRA rank 16, batch 2 x 4) took 448 CPU-seconds in all, model
+loading and merge included: about 25 CPU-seconds per sample with activation checkpointing, about 20
+without it (the default on a CPU). With both cores to itself that is 10-12 s of wall time per sample,
+so the default recipe (256 samples, one epoch: 32 optimizer steps) trains in about 45-55 minutes.
+Each ``apibank evaluate`` of levels 1 and 3 (1,069 rows) takes a few hours on that CPU; pass
+``--evaluate-args '--limit 50 --allow-subset'`` for a quick look (a subset is never a leaderboard result).
 """
 
 from __future__ import annotations

@@ -50,10 +50,11 @@ class FinetuneError(UserError, ValueError):
 
 @dataclass(frozen=True)
 class Recipe:
-    """The training settings; the defaults are sized for Gemma 3 270M on a 2-core CPU."""
+    """The training settings. The defaults fit Gemma 3 270M on a 2-core CPU in under an hour: about
+    20 CPU-seconds per sample of ~350 tokens with LoRA, so 256 samples once is 45-55 minutes."""
 
     max_samples: int | None = 256
-    epochs: float = 2.0
+    epochs: float = 1.0
     learning_rate: float = 2e-4
     lora: bool | None = None  # None: LoRA, except on a GPU that holds full fine-tuning
     lora_rank: int = 16
@@ -190,8 +191,8 @@ def load_base(model: str):
 
     from apibank.generate.backends.loading import load_tokenizer_and_model, resolve_model
 
-    dtype = torch.bfloat16 if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else torch.float32
-    tokenizer, base = load_tokenizer_and_model(resolve_model(model), model_kwargs={"dtype": dtype})
+    # float32 master weights; on a GPU the trainer computes in bfloat16 (mixed precision).
+    tokenizer, base = load_tokenizer_and_model(resolve_model(model), model_kwargs={"dtype": torch.float32})
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer, base
