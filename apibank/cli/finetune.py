@@ -24,7 +24,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "conversation with tools through the chat template (judge with --format tools)")
     parser.add_argument("--levels", nargs="+", default=None, metavar="LEVEL",
                         help="training levels, 1 2 3 or level-1 ... (default: those the data holds)")
-    parser.add_argument("--data-dir", default=None, help="local copy of the upstream API-Bank folder (default: download)")
+    parser.add_argument("--data-dir", default=None,
+                        help="local copy of the upstream API-Bank folder (default: download)")
     parser.add_argument("--max-samples", type=int, default=defaults.max_samples,
                         help=f"training samples, a seeded draw (default {defaults.max_samples}; 0: all)")
     parser.add_argument("--epochs", type=float, default=defaults.epochs, help=f"default {defaults.epochs:g}")
