@@ -11,11 +11,13 @@ Steps (each resumes where it stopped, so an interrupted run is continued by the 
    and ``WORK/gain.md``: accuracy before and after with Wilson intervals, the discordant pairs and
    the exact two-sided McNemar p-value, and what the fine-tuned model still gets wrong, by category.
 
-Sizing (measured with ``/usr/bin/time`` on the shared 2-core CPU): fine-tuning Gemma 3 270M from the
-GGUF file on 16 samples (5,352 tokens, LoRA rank 16, batch 2 x 4) took 448 CPU-seconds in all, model
-loading and merge included: about 25 CPU-seconds per sample with activation checkpointing, about 20
-without it (the default on a CPU). With both cores to itself that is 10-12 s of wall time per sample,
-so the default recipe (256 samples, one epoch: 32 optimizer steps) trains in about 45-55 minutes.
+Sizing (measured with ``/usr/bin/time`` on the 2-core CPU while shared with other jobs, load 8-16):
+fine-tuning Gemma 3 270M from the GGUF file took 448 CPU-seconds for 16 samples (5,352 tokens, LoRA
+rank 16, batch 2 x 4, activation checkpointing on) and 222 CPU-seconds for 8 samples (2,511 tokens,
+batch 2, checkpointing off, the CPU default), loading, conversion and merge included: about 24-26
+CPU-seconds per training sample of ~330 tokens, an upper bound inflated by the sharing. With both
+cores to itself that is at most ~12 s of wall time per sample, so the default recipe (256 samples,
+one epoch: 32 optimizer steps of 8) trains in about 45-55 minutes; peak memory was 4.3-4.7 GiB.
 Each ``apibank evaluate`` of levels 1 and 3 (1,069 rows) takes a few hours on that CPU; pass
 ``--evaluate-args '--limit 50 --allow-subset'`` for a quick look (a subset is never a leaderboard result).
 """

@@ -51,7 +51,7 @@ class FinetuneError(UserError, ValueError):
 @dataclass(frozen=True)
 class Recipe:
     """The training settings. The defaults fit Gemma 3 270M on a 2-core CPU in under an hour: about
-    20 CPU-seconds per sample of ~350 tokens with LoRA, so 256 samples once is 45-55 minutes."""
+    25 CPU-seconds per sample of ~330 tokens with LoRA, so 256 samples once is 45-55 minutes."""
 
     max_samples: int | None = 256
     epochs: float = 1.0
