@@ -87,6 +87,18 @@ def test_finetuned_folder_is_judged_by_evaluate(tiny_model, data_dir, tmp_path, 
     assert _finetune(tiny_model, output, data_dir) == 0
 
 
+def test_chat_format_trains_the_conversation_with_tools(tiny_model, data_dir, tmp_path, capsys):
+    output = tmp_path / "tuned"
+    assert _finetune(tiny_model, output, data_dir, "--format", "chat") == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["evaluate_with"].endswith("--format tools")
+    results = tmp_path / "results"
+    assert apibank_cli.main(["evaluate", "--model", str(output), "--format", "tools", "--levels", "1",
+                             "--limit", "2", "--data-dir", str(data_dir), "--output", str(results),
+                             "--max-new-tokens", "8", "--no-progress"]) == 0
+    assert json.loads((results / "results.json").read_text())["format"] == "tools"
+
+
 def test_an_interrupted_run_resumes_from_its_checkpoint(tiny_model, data_dir, tmp_path, capsys, monkeypatch):
     from transformers import TrainerCallback
 
