@@ -44,7 +44,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def check_train_extra() -> None:
-    from apibank.cli.checks import UsageError
+    from apibank.errors import UsageError
 
     missing = []
     for module in TRAIN_EXTRA:
@@ -58,7 +58,7 @@ def check_train_extra() -> None:
 
 def check_levels(args: argparse.Namespace) -> tuple[int, ...]:
     from apibank.benchmark import LEVEL_NUMBERS
-    from apibank.cli.checks import UsageError
+    from apibank.errors import UsageError
     from apibank.data.configs import (TRAINING_CONFIG, missing_files_message, missing_local_files,
                                       present_training_levels, required_files, resolve_data_dir)
     from apibank.train.finetune import parse_levels
@@ -76,7 +76,7 @@ def check_levels(args: argparse.Namespace) -> tuple[int, ...]:
 
 
 def check_numbers(args: argparse.Namespace) -> None:
-    from apibank.cli.checks import UsageError
+    from apibank.errors import UsageError
     from apibank.train.finetune import MIN_SAMPLES
 
     if args.max_samples and args.max_samples < MIN_SAMPLES:
@@ -91,7 +91,8 @@ def check_numbers(args: argparse.Namespace) -> None:
 
 def check_template(args: argparse.Namespace) -> None:
     """``--format chat`` renders the conversations through the model's chat template: it must have one."""
-    from apibank.cli.checks import UsageError, check_model, has_chat_template
+    from apibank.cli.checks import check_model, has_chat_template
+    from apibank.errors import UsageError
 
     where = check_model(args.model, "transformers", None)
     if args.fmt == "chat" and has_chat_template(where, None) is False:

@@ -12,7 +12,7 @@ pytest.importorskip("trl")
 pytest.importorskip("peft")
 
 import apibank_cli
-from apibank.generate.tiny import build_tiny_model
+from support.tiny import build_tiny_model
 from apibank.pipeline import load_rows
 from apibank.train.finetune import CHECKPOINTS, MANIFEST, Recipe, Request, tokenize_chat, tokenize_paper
 from apibank.train.formats import convert_training
