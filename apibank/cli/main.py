@@ -26,6 +26,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "replay": ("apibank.cli.replay", "execute every recorded gold call and compare"),
     "export-dataset": ("apibank.cli.export_dataset", "write a script-free dataset repository"),
     "export-metric": ("apibank.cli.export_metric", "write the metric's Hub layout"),
+    "finetune": ("apibank.cli.finetune", "fine-tune a model on API-Bank's training rows (the train extra)"),
     "agent": ("apibank.cli.agent", "agentic episodes: the model drives the tool loop, judged on what it achieved"),
     "inspect-model": ("apibank.cli.inspect_model", "prepare the test extra's Gemma 3 270M for inspect-ai's hf/ provider"),
     "compare": ("apibank.cli.compare", "paired comparison of runs: differences, intervals, exact p-values, flips"),
