@@ -34,8 +34,10 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from apibank.benchmark import PROTOCOLS
+
+# the levels the gain is measured on: level 1 (tools given) and level 3 (the level the local training data covers)
 LEVELS = ("1", "3")
-PROTOCOLS = ("paper", "corrected")
 
 
 def gemma_gguf() -> str:
