@@ -131,6 +131,28 @@ class JsonLinesAppender:
         self.close()
 
 
+def read_json_lines(path: str | os.PathLike[str], *, what_to_do: str = "") -> list[dict[str, Any]]:
+    """The JSON objects of a JSON-lines file, blank lines skipped; a line that is not a JSON object is a
+    ValueError naming the file and line (and ``what_to_do``, when given)."""
+    path = Path(path)
+    records = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError as error:
+                problem = f"not a JSON line ({error})"
+            else:
+                if isinstance(record, dict):
+                    records.append(record)
+                    continue
+                problem = "not a JSON object"
+            raise ValueError(f"{path}:{number}: {problem}" + (f"; {what_to_do}" if what_to_do else ""))
+    return records
+
+
 def _scalar(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return repr(value)  # 'inf', '-inf', 'nan': strict JSON has no such numbers

@@ -31,7 +31,7 @@ from apibank.agent.judge import GoldReference, judge_episode, replay_gold
 from apibank.agent.prompts import system_prompt
 from apibank.agent.trials import mean_over_episodes, pass_at_k, pass_hat_k
 from apibank.data.upstream import upstream_source
-from apibank.files import JsonLinesAppender
+from apibank.files import JsonLinesAppender, read_json_lines
 
 DEFAULT_MAX_STEPS = 40
 DEFAULT_TIME_LIMIT = 300.0
@@ -281,18 +281,10 @@ def _intervals(by_episode: dict[str, list[bool]], rouge: dict[str, list[float]],
 
 # ------------------------------------------------------------------------------------------ runs
 def read_trajectories(path: Path) -> list[dict[str, Any]]:
+    """The records of a trajectories file (none when it does not exist yet)."""
     if not path.exists():
         return []
-    records = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                records.append(json.loads(line))
-            except ValueError as error:
-                raise ValueError(f"{path}:{number}: not a JSON line ({error}); remove it to resume") from None
-    return records
+    return read_json_lines(path, what_to_do="remove it to resume")
 
 
 def run_level(

@@ -27,6 +27,7 @@ from apibank.files import (
     atomic_copy,
     atomic_path,
     atomic_write_text,
+    read_json_lines,
 )
 from apibank.hub.ids import check_repo_id
 
@@ -74,16 +75,12 @@ def json_value(value: Any) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False)
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
-
-
 def details_rows(output_dir: str | os.PathLike[str]) -> dict[str, list[dict[str, Any]]]:
     """{protocol: rows} joining ``predictions.jsonl`` and ``details.jsonl`` of a run on the sample id."""
     output_dir = Path(output_dir)
-    predictions = {record["id"]: record for record in _read_jsonl(output_dir / PREDICTIONS_FILE)}
+    predictions = {record["id"]: record for record in read_json_lines(output_dir / PREDICTIONS_FILE)}
     out: dict[str, list[dict[str, Any]]] = {}
-    for detail in _read_jsonl(output_dir / DETAILS_FILE):
+    for detail in read_json_lines(output_dir / DETAILS_FILE):
         record = predictions.get(detail["id"], {})
         retrieved = detail.get("retrieved")
         out.setdefault(detail["protocol"], []).append(

@@ -115,7 +115,7 @@ def gold_of(row: Mapping[str, Any]) -> dict[str, Any]:
 
 def classic_data(run_dir: Path, rows: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """The viewer's data for an ``apibank evaluate``/``score`` folder."""
-    from apibank.agent.runner import read_trajectories as read_json_lines
+    from apibank.files import read_json_lines
     from apibank.generate.predictions import read_predictions
 
     results = json.loads((run_dir / RESULTS_FILE).read_text(encoding="utf-8"))

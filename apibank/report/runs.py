@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from apibank.files import read_json_lines
 from apibank.report.intervals import dialogue_of
 
 BINARY_METRICS = ("api", "dialogue", "success")
@@ -64,19 +65,10 @@ class Run:
 
 
 def _read_json_lines(path: Path) -> list[dict[str, Any]]:
-    records = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError as error:
-                raise NotARun(f"{path}:{number}: not a JSON line ({error})") from None
-            if not isinstance(record, dict):
-                raise NotARun(f"{path}:{number}: not a JSON object")
-            records.append(record)
-    return records
+    try:
+        return read_json_lines(path)
+    except ValueError as error:
+        raise NotARun(str(error)) from None
 
 
 def load_run(path: str | Path) -> Run:
