@@ -36,3 +36,26 @@ class DataFolderError(UserError):
 
 class InputFileError(UserError, ValueError):
     """A file given as input (predictions, references, a chat template) that cannot be used as it is."""
+
+
+class MissingExtra(UserError, ImportError):
+    """A feature whose optional dependencies (an extra of the package) are not installed."""
+
+
+def require_extra(extra: str, modules: Sequence[str], what: str) -> None:
+    """Raise :class:`MissingExtra` naming ``extra`` when any of ``modules`` is not installed.
+
+    Looked up without importing them, so the check costs nothing when they are there."""
+    from importlib.util import find_spec
+
+    missing = []
+    for module in modules:
+        try:
+            found = find_spec(module) is not None
+        except (ImportError, ValueError):  # a parent package missing, or a module left half-imported
+            found = False
+        if not found:
+            missing.append(module)
+    if missing:
+        raise MissingExtra(f"{what} needs {' and '.join(missing)}: install the {extra} extra: "
+                           f"pip install 'apibank[{extra}]'")
