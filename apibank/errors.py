@@ -46,16 +46,18 @@ def require_extra(extra: str, modules: Sequence[str], what: str) -> None:
     """Raise :class:`MissingExtra` naming ``extra`` when any of ``modules`` is not installed.
 
     Looked up without importing them, so the check costs nothing when they are there."""
+    import sys
     from importlib.util import find_spec
 
-    missing = []
-    for module in modules:
+    def installed(module: str) -> bool:
+        if module in sys.modules:  # imported already (None: marked as not importable)
+            return sys.modules[module] is not None
         try:
-            found = find_spec(module) is not None
-        except (ImportError, ValueError):  # a parent package missing, or a module left half-imported
-            found = False
-        if not found:
-            missing.append(module)
+            return find_spec(module) is not None
+        except (ImportError, ValueError):  # a parent package missing, or a module without a spec
+            return False
+
+    missing = [module for module in modules if not installed(module)]
     if missing:
         raise MissingExtra(f"{what} needs {' and '.join(missing)}: install the {extra} extra: "
                            f"pip install 'apibank[{extra}]'")
