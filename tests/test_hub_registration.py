@@ -60,8 +60,9 @@ def test_eval_yaml_has_only_the_fields_the_hub_documents(exported):
     for task in spec["tasks"]:
         assert tuple(task) == TASK_KEYS and task["split"] == "test" and task["config"] in configs
     # The description tells a reader of the Hub page what does run the benchmark, and what does not.
-    assert "inspect eval apibank/api_bank" in spec["description"] and "pip install 'apibank[inspect]'" in spec["description"]
-    assert "`hf/` loader cannot run this benchmark" in spec["description"]
+    description = spec["description"]
+    assert "inspect eval apibank/api_bank" in description and "pip install 'apibank[inspect]'" in description
+    assert "`hf/` loader cannot run this benchmark" in description
 
 
 def test_inspect_hf_loader_refuses_the_file_before_any_work(hub_with_benchmark):

@@ -101,15 +101,17 @@ rows = [row for row in iter_rows("level-1", DATA_DIR) if row["kind"] == "api"][:
 scores = apibank.score([r["expected_output"] for r in rows], [r["reference"] for r in rows], data_dir=DATA_DIR)
 found["score"] = scores["corrected"]["level-1"]["api"]["correct"]
 metric = evaluate.load("apibank_metric.py")
-found["metric"] = metric.compute(predictions=[r["expected_output"] for r in rows],
-                                 references=[r["reference"] for r in rows], data_dir=DATA_DIR)["corrected"]["level-1"]["api"]["correct"]
+computed = metric.compute(predictions=[r["expected_output"] for r in rows],
+                          references=[r["reference"] for r in rows], data_dir=DATA_DIR)
+found["metric"] = computed["corrected"]["level-1"]["api"]["correct"]
 import json, pathlib
 predictions = pathlib.Path(TMP) / "predictions.jsonl"
-predictions.write_text("".join(json.dumps({"id": r["id"], "prediction": r["expected_output"], "model": "oracle"}) + "\\n"
-                               for r in rows), encoding="utf-8")
+lines = [json.dumps({"id": r["id"], "prediction": r["expected_output"], "model": "oracle"}) for r in rows]
+predictions.write_text("\\n".join(lines) + "\\n", encoding="utf-8")
 from apibank.cli.main import main
 found["cli"] = main(["score", str(predictions), "--data-dir", DATA_DIR, "--output", TMP + "/scored", "--quiet"])
-found["cli_correct"] = json.loads((pathlib.Path(TMP) / "scored/results.json").read_text())["scores"]["corrected"]["level-1"]["api"]["correct"]
+results = json.loads((pathlib.Path(TMP) / "scored/results.json").read_text())
+found["cli_correct"] = results["scores"]["corrected"]["level-1"]["api"]["correct"]
 """
     outcome = _run_core(code, data_dir, tmp_path)
     assert outcome["found"] == {"score": 3, "metric": 3, "cli": 0, "cli_correct": 3}

@@ -26,6 +26,7 @@ from typing import Any
 
 from apibank.agent.agents import Step, ToolCall
 from apibank.data.episodes import Episode
+from apibank.errors import UsageError, require_extra
 
 # ------------------------------------------------------------------------------ the text template
 TEXT_TOOLS_HEADER = (
@@ -116,7 +117,7 @@ class TransformersAgent:
         if model.endswith(".gguf"):
             path = Path(model)
             if not path.is_file():
-                raise SystemExit(f"apibank agent: GGUF file {model} not found")
+                raise UsageError(f"--model {model}: no such GGUF file; check the path")
             location, extra = str(path.parent), {"gguf_file": path.name}
             # a folder prepared by ``python -m apibank.agent.gguf`` holds the converted tokenizer
             tokenizer_extra = {} if (path.parent / "tokenizer_config.json").exists() else extra
@@ -126,7 +127,7 @@ class TransformersAgent:
         self.device = device
         has_template = bool(getattr(self.tokenizer, "chat_template", None))
         if tool_format == "native" and not has_template:
-            raise SystemExit(f"apibank agent: {model} has no chat template; use --tool-format text")
+            raise UsageError(f"--model {model}: no chat template for --tool-format native; use --tool-format text")
         self.native = tool_format == "native" or (tool_format == "auto" and has_template)
         self.temperature, self.max_new_tokens = temperature, max_new_tokens
         self.name = model
@@ -220,10 +221,9 @@ class EndpointAgent:
 # ------------------------------------------------------------------------------ vLLM (offline engine)
 class VLLMAgent:
     def __init__(self, model: str, *, temperature: float = 0.0, max_new_tokens: int = 256, **_: Any) -> None:
-        try:
-            from vllm import LLM, SamplingParams
-        except ImportError:
-            raise SystemExit("apibank agent: --backend vllm needs the vllm extra (pip install -e '.[vllm]')") from None
+        require_extra("vllm", ("vllm",), "--backend vllm")
+        from vllm import LLM, SamplingParams
+
         self.llm, self.SamplingParams = LLM(model), SamplingParams
         self.name, self.temperature, self.max_new_tokens = model, temperature, max_new_tokens
 
@@ -244,7 +244,7 @@ def model_agent_factory(args: Any):
     common = {"temperature": args.temperature, "max_new_tokens": args.max_new_tokens}
     if backend == "openai":
         if not args.base_url:
-            raise SystemExit("apibank agent: --backend openai needs --base-url")
+            raise UsageError("--backend openai needs --base-url, e.g. --base-url http://127.0.0.1:8000/v1")
         agent = EndpointAgent(args.model, args.base_url, api_key=os.environ.get(args.api_key_env),
                               tool_format=args.tool_format, **common)
     elif backend == "vllm":

@@ -60,7 +60,6 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
 
 
 def check_gguf_extra() -> None:
-    require_extra("torch", ("torch",), "loading a model with transformers")
     require_extra("gguf", ("gguf", "accelerate"), "loading a .gguf file")
 
 
@@ -93,6 +92,7 @@ def load_tokenizer_and_model(
     model_kwargs: dict[str, Any] | None = None,
 ):
     """``(tokenizer, model)`` for ``source``; a GGUF file goes through (and fills) the conversion cache."""
+    require_extra("torch", ("torch",), "loading a model with transformers")
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     kwargs = dict(model_kwargs or {})
