@@ -1,8 +1,8 @@
 """The tasks the benchmark's Hub dataset declares, and ``eval.yaml``, the file that declares them.
 
-``eval.yaml`` registers API-Bank as a Hub benchmark with the fields the Hub documents for it (hub-docs
-``docs/hub/eval-results.md``): ``name``, ``description`` and ``tasks``, each task an ``id``, a dataset
-``config`` and a ``split``. Every task id a result file (``.eval_results/*.yaml``) can name is declared:
+``eval.yaml`` registers API-Bank as a Hub benchmark with the fields the Hub documents for it
+(https://huggingface.co/docs/hub/eval-results): ``name``, ``description`` and ``tasks``, each task an
+``id``, a dataset ``config`` and a ``split``. Every task id a result file (``.eval_results/*.yaml``) can name is declared:
 
 * classic tasks (:data:`TASKS`), one per level and metric;
 * agentic tasks (:data:`AGENTIC_TASKS`), ``agentic-<level>-<setting>``: whole episodes in which the
