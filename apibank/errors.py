@@ -59,5 +59,6 @@ def require_extra(extra: str, modules: Sequence[str], what: str) -> None:
 
     missing = [module for module in modules if not installed(module)]
     if missing:
-        raise MissingExtra(f"{what} needs {' and '.join(missing)}: install the {extra} extra: "
+        named = missing[0] if len(missing) == 1 else f"{', '.join(missing[:-1])} and {missing[-1]}"
+        raise MissingExtra(f"{what} needs {named}: install the {extra} extra: "
                            f"pip install 'apibank[{extra}]'")

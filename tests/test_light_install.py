@@ -142,9 +142,10 @@ def _error_line(capsys, command: str) -> str:
     (["evaluate", "--model", "model.gguf"], ("gguf",), "gguf"),
     (["evaluate", "--model", "model.gguf"], ("accelerate",), "gguf"),
     (["evaluate", "--model", "org/name"], ("torch",), "torch"),
-    (["evaluate", "--model", "model.gguf"], ("torch",), "torch"),
+    (["evaluate", "--model", "model.gguf"], ("torch",), "gguf"),
     (["evaluate", "--model", "org/name", "--backend", "vllm"], ("vllm",), "vllm"),
     (["agent", "--model", "model.gguf", "--levels", "3"], ("gguf",), "gguf"),
+    (["agent", "--model", "org/name", "--levels", "3", "--backend", "vllm"], ("vllm",), "vllm"),
     (["agent", "--model", "org/name", "--levels", "3"], ("torch",), "torch"),
 ])
 def test_a_command_names_the_extra_it_misses_before_any_work(argv, hidden, extra, data_dir, tmp_path, capsys,
@@ -164,4 +165,7 @@ def test_require_extra_is_a_user_error_and_an_import_error(monkeypatch):
         require_extra("gguf", ("yaml", "gguf"), "loading a .gguf file")
     assert isinstance(missing.value, UserError) and isinstance(missing.value, ImportError)
     assert str(missing.value) == "loading a .gguf file needs gguf: install the gguf extra: pip install 'apibank[gguf]'"
+    monkeypatch.setitem(sys.modules, "accelerate", None)
+    with pytest.raises(MissingExtra, match=r"^a \.gguf model needs gguf and accelerate: install the gguf extra"):
+        require_extra("gguf", ("yaml", "gguf", "accelerate"), "a .gguf model")
     require_extra("gguf", ("yaml", "json"), "nothing missing")  # installed modules: no error

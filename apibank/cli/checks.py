@@ -102,13 +102,13 @@ def _cached_file(model: str, filename: str, revision: str | None) -> str | None:
 
 
 def check_extras(backend: str, gguf: bool) -> None:
-    """The extras a local model needs: torch (transformers backend), vllm, and gguf for a .gguf file."""
+    """The extra a local model needs: vllm, gguf for a .gguf file (torch included), else torch."""
     if backend == "vllm":
         require_extra("vllm", ("vllm",), "--backend vllm")
+    elif gguf:
+        require_extra("gguf", ("torch", "gguf", "accelerate"), "a .gguf model")
     else:
         require_extra("torch", ("torch",), f"--backend {backend}")
-    if gguf:
-        require_extra("gguf", ("gguf", "accelerate"), "a .gguf model")
 
 
 def check_model(model: str, backend: str, revision: str | None) -> dict[str, Any]:
