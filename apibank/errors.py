@@ -36,3 +36,29 @@ class DataFolderError(UserError):
 
 class InputFileError(UserError, ValueError):
     """A file given as input (predictions, references, a chat template) that cannot be used as it is."""
+
+
+class MissingExtra(UserError, ImportError):
+    """A feature whose optional dependencies (an extra of the package) are not installed."""
+
+
+def require_extra(extra: str, modules: Sequence[str], what: str) -> None:
+    """Raise :class:`MissingExtra` naming ``extra`` when any of ``modules`` is not installed.
+
+    Looked up without importing them, so the check costs nothing when they are there."""
+    import sys
+    from importlib.util import find_spec
+
+    def installed(module: str) -> bool:
+        if module in sys.modules:  # imported already (None: marked as not importable)
+            return sys.modules[module] is not None
+        try:
+            return find_spec(module) is not None
+        except (ImportError, ValueError):  # a parent package missing, or a module without a spec
+            return False
+
+    missing = [module for module in modules if not installed(module)]
+    if missing:
+        named = missing[0] if len(missing) == 1 else f"{', '.join(missing[:-1])} and {missing[-1]}"
+        raise MissingExtra(f"{what} needs {named}: install the {extra} extra: "
+                           f"pip install 'apibank[{extra}]'")

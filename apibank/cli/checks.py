@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from apibank.errors import OutputError, UsageError
+from apibank.errors import OutputError, UsageError, require_extra
 
 
 # ------------------------------------------------------------------------------------ models
@@ -101,11 +101,23 @@ def _cached_file(model: str, filename: str, revision: str | None) -> str | None:
     return found if isinstance(found, str) else None
 
 
+def check_extras(backend: str, gguf: bool) -> None:
+    """The extra a local model needs: vllm, gguf for a .gguf file (torch included), else torch."""
+    if backend == "vllm":
+        require_extra("vllm", ("vllm",), "--backend vllm")
+    elif gguf:
+        require_extra("gguf", ("torch", "gguf", "accelerate"), "a .gguf model")
+    else:
+        require_extra("torch", ("torch",), f"--backend {backend}")
+
+
 def check_model(model: str, backend: str, revision: str | None) -> dict[str, Any]:
     """Where ``model`` is (a local file, a local folder, a cached or a remote Hub repo); raises
-    :class:`UsageError` when it cannot be loaded, before anything heavy runs."""
+    :class:`UsageError` when it cannot be loaded, or :class:`MissingExtra` when its extras are not
+    installed, before anything heavy runs."""
     if backend == "openai" or model == "oracle":
         return {"kind": "remote"}
+    check_extras(backend, model.endswith(".gguf"))
     path = Path(model).expanduser()
     if path.exists():
         if path.is_file():
@@ -116,9 +128,11 @@ def check_model(model: str, backend: str, revision: str | None) -> dict[str, Any
                 if handle.read(4) != b"GGUF":
                     raise UsageError(f"--model {model}: not a GGUF file (it does not start with 'GGUF')")
             return {"kind": "gguf", "path": path}
-        if not (path / "config.json").is_file() and not list(path.glob("*.gguf")):
-            raise UsageError(f"--model {model}: the folder holds no model (no config.json); give the folder "
-                             "that save_pretrained wrote, a .gguf file or a Hub model id")
+        if not (path / "config.json").is_file():
+            if not list(path.glob("*.gguf")):
+                raise UsageError(f"--model {model}: the folder holds no model (no config.json); give the folder "
+                                 "that save_pretrained wrote, a .gguf file or a Hub model id")
+            check_extras(backend, gguf=True)
         return {"kind": "folder", "path": path}
     if looks_like_path(model):
         raise UsageError(f"--model {model}: no such file or folder; check the path (a Hub model id has the "

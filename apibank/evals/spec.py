@@ -1,15 +1,13 @@
-"""The inspect-ai side of API-Bank as the Hub's ``eval.yaml`` names it: field spec, solvers, scorers.
+"""The names of API-Bank's inspect-ai objects and how dataset rows map to samples.
 
-One table, read by both the dataset's ``eval.yaml`` (:func:`apibank.hub.tasks.eval_yaml`) and the
-inspect-ai tasks (:mod:`apibank.evals.classic`), so the two cannot drift apart. Importing this module
-needs no inspect-ai.
+Read by the inspect-ai tasks (:mod:`apibank.evals.classic`, :mod:`apibank.evals.agentic`) and by the
+tests that check the registry. Importing this module needs no inspect-ai.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from apibank.benchmark import PROTOCOLS
 
 # Registry namespace of this package's inspect-ai objects (inspect prefixes the installed package name).
 NAMESPACE = "apibank"
@@ -47,27 +45,8 @@ def registration_name(module: Any, name: str) -> str:
     return name if get_installed_package_name(module) == NAMESPACE else qualified(name)
 
 
-def solvers_spec() -> list[dict[str, Any]]:
-    """The paper prompt as one user turn, then the model's completion."""
-    return [{"name": qualified(SOLVER_NAME), "args": {"icl": False}}, {"name": "generate"}]
-
-
-def scorers_spec() -> list[dict[str, Any]]:
-    """One scorer, both judging protocols (paper and corrected) reported side by side."""
-    return [{"name": qualified(SCORER_NAME), "args": {"protocols": list(PROTOCOLS)}}]
-
-
 # The agentic tasks (:mod:`apibank.evals.agentic`, whose solver and scorer register under these names):
 # the episode solver runs the tool loop of a whole dialogue in one tool-discovery setting; the scorer
 # judges what the episode achieved.
 AGENTIC_SOLVER_NAME = "episode_solver"
 AGENTIC_SCORER_NAME = "achieved"
-
-
-def agentic_solvers_spec(setting: str) -> list[dict[str, Any]]:
-    return [{"name": qualified(AGENTIC_SOLVER_NAME), "args": {"setting": setting}}]
-
-
-def agentic_scorers_spec() -> list[dict[str, Any]]:
-    """Success (final state and information obtained) per episode; pass^k over epochs."""
-    return [{"name": qualified(AGENTIC_SCORER_NAME)}]

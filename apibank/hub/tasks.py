@@ -1,13 +1,19 @@
 """The tasks the benchmark's Hub dataset declares, and ``eval.yaml``, the file that declares them.
 
-``eval.yaml`` registers API-Bank as a Hub benchmark (hub-docs ``docs/hub/eval-results.md``) with
-``evaluation_framework: inspect-ai``; every task id a result file (``.eval_results/*.yaml``) can name
-is declared here, classic and agentic:
+``eval.yaml`` registers API-Bank as a Hub benchmark with the fields the Hub documents for it
+(https://huggingface.co/docs/hub/eval-results): ``name``, ``description`` and ``tasks``, each task an
+``id``, a dataset ``config`` and a ``split``. Every task id a result file (``.eval_results/*.yaml``) can name is declared:
 
-* classic tasks (:data:`TASKS`), one per level and metric: the ``field_spec``, ``solvers`` and
-  ``scorers`` of the inspect-ai task in :mod:`apibank.evals.classic`;
+* classic tasks (:data:`TASKS`), one per level and metric;
 * agentic tasks (:data:`AGENTIC_TASKS`), ``agentic-<level>-<setting>``: whole episodes in which the
-  model drives the tool loop (:mod:`apibank.evals.agentic`), scored by success in percent.
+  model drives the tool loop, scored by success in percent.
+
+The file declares no ``evaluation_framework`` and no inspect-ai ``field_spec``/``solvers``/``scorers``:
+inspect-ai's loader for Hub benchmarks (``inspect eval hf/NS/NAME``) accepts only its built-in
+solvers and text-matching scorers, and API-Bank's scores come from executing the predicted calls, so
+no such file could run the benchmark truthfully. The benchmark runs with this package
+(``apibank evaluate``, or ``inspect eval apibank/api_bank`` with the ``inspect`` extra), as the
+description says.
 
 :func:`write_eval_yaml` is the one writer of the file: the dataset export and every run's
 ``leaderboard/dataset/`` use it.
@@ -15,7 +21,6 @@ is declared here, classic and agentic:
 
 from __future__ import annotations
 
-import copy
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +32,9 @@ from apibank.benchmark import BENCHMARK_NAME, EPISODE_COUNTS, FULL_COUNTS, SETTI
 from apibank.files import atomic_write_text
 
 EVAL_YAML_FILE = "eval.yaml"
-EVALUATION_FRAMEWORK = "inspect-ai"  # one of huggingface.js EVALUATION_FRAMEWORKS (eval.ts)
+# The keys of eval.yaml and of each of its tasks that the Hub documents (and nothing else).
+EVAL_YAML_KEYS = ("name", "description", "tasks")
+TASK_KEYS = ("id", "config", "split")
 
 BENCHMARK_DESCRIPTION = (
     "API-Bank (Li et al., EMNLP 2023) evaluates tool-augmented LLMs with executable APIs. Level 1 (399 "
@@ -39,6 +46,12 @@ BENCHMARK_DESCRIPTION = (
     "scored with ROUGE-L. Units: API call and dialogue accuracy in percent (0-100), response ROUGE-L "
     "F-measure between 0 and 1. Results of the corrected protocol and of other prompt formats say so in "
     "their notes; results without notes are the paper protocol with the paper prompts."
+)
+HOW_TO_RUN = (
+    " How to run it: pip install 'apibank[inspect]', then `inspect eval apibank/api_bank -T level=1` (or "
+    "`apibank evaluate --model MODEL --dataset-id <this repo>`, which also writes the result files). "
+    "inspect-ai's `hf/` loader cannot run this benchmark from this file: its eval.yaml accepts only "
+    "built-in text-matching scorers, and API-Bank scores a call by executing it."
 )
 AGENTIC_DESCRIPTION = (
     " Agentic tasks (agentic-<level>-<setting>) run whole dialogues in which the model drives the tool loop, "
@@ -98,31 +111,12 @@ def declared_task_ids() -> list[str]:
 
 
 def eval_yaml(name: str = BENCHMARK_NAME, description: str | None = None) -> dict[str, Any]:
-    """The dataset repository's ``eval.yaml``: framework, and per task its config, split and inspect-ai spec."""
-    from apibank.evals.spec import (
-        FIELD_SPEC,
-        agentic_scorers_spec,
-        agentic_solvers_spec,
-        scorers_spec,
-        solvers_spec,
-    )
-
-    def declared(task: Task) -> dict[str, Any]:
-        agentic = task.setting is not None
-        return {
-            "id": task.id,
-            "config": task.config,
-            "split": "test",
-            "field_spec": copy.deepcopy(FIELD_SPEC),
-            "solvers": agentic_solvers_spec(task.setting) if agentic else solvers_spec(),
-            "scorers": agentic_scorers_spec() if agentic else scorers_spec(),
-        }
-
+    """The dataset repository's ``eval.yaml``: per task its id, config and split."""
     return {
         "name": name,
-        "description": BENCHMARK_DESCRIPTION + AGENTIC_DESCRIPTION if description is None else description,
-        "evaluation_framework": EVALUATION_FRAMEWORK,
-        "tasks": [declared(task) for task in [*TASKS.values(), *AGENTIC_TASKS.values()]],
+        "description": BENCHMARK_DESCRIPTION + AGENTIC_DESCRIPTION + HOW_TO_RUN if description is None else description,
+        "tasks": [{"id": task.id, "config": task.config, "split": "test"}
+                  for task in [*TASKS.values(), *AGENTIC_TASKS.values()]],
     }
 
 

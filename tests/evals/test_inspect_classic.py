@@ -1,5 +1,5 @@
-"""The inspect-ai task behind eval.yaml: registered through the package's entry point, run offline with
-inspect-ai's mockllm (from the `inspect eval` command line and in-process), scored by our metric under
+"""The inspect-ai task ``inspect eval apibank/api_bank``: registered through the package's entry point, run
+offline with inspect-ai's mockllm (from the `inspect eval` command line and in-process), scored by our metric under
 both protocols; the gold answers through inspect reproduce the pipeline's figures."""
 
 from __future__ import annotations
@@ -11,16 +11,17 @@ from inspect_ai.model import ModelOutput, get_model
 
 from apibank.data.rows import iter_rows
 from apibank.evals.classic import api_bank, headline_metrics, prediction_text, sample_from_row
-from apibank.evals.spec import FIELD_SPEC, agentic_scorers_spec, agentic_solvers_spec, scorers_spec, solvers_spec
+from apibank.evals.spec import (
+    AGENTIC_SCORER_NAME, AGENTIC_SOLVER_NAME, FIELD_SPEC, SCORER_NAME, SOLVER_NAME, qualified,
+)
 from apibank.generate.conversation import paper_text
-from apibank.hub.tasks import AGENTIC_TASKS, eval_yaml
 
 
 def _metrics(log):
     return {name: metric.value for score in log.results.scores for name, metric in score.metrics.items()}
 
 
-def test_eval_yaml_names_what_the_package_registers():
+def test_the_entry_point_registers_the_tasks_solvers_and_scorers():
     from importlib.metadata import entry_points
 
     from inspect_ai._util.registry import registry_lookup
@@ -30,16 +31,12 @@ def test_eval_yaml_names_what_the_package_registers():
     (entry,) = [ep for ep in entry_points(group="inspect_ai") if ep.name == "apibank"]
     assert entry.value == "apibank.evals._registry"
     FieldSpec(**FIELD_SPEC)  # a valid inspect-ai field spec
-    for task in eval_yaml()["tasks"]:
-        agentic = AGENTIC_TASKS.get(task["id"])  # agentic tasks name the episode solver and its scorer
-        assert task["field_spec"] == FIELD_SPEC
-        assert task["solvers"] == (agentic_solvers_spec(agentic.setting) if agentic else solvers_spec())
-        assert task["scorers"] == (agentic_scorers_spec() if agentic else scorers_spec())
-        for solver in task["solvers"]:
-            assert registry_lookup("solver", solver["name"]) is not None, solver["name"]
-        for scorer in task["scorers"]:
-            assert registry_lookup("scorer", scorer["name"]) is not None, scorer["name"]
-    assert registry_lookup("task", "apibank/api_bank") is not None
+    for name in (SOLVER_NAME, AGENTIC_SOLVER_NAME):
+        assert registry_lookup("solver", qualified(name)) is not None, name
+    for name in (SCORER_NAME, AGENTIC_SCORER_NAME):
+        assert registry_lookup("scorer", qualified(name)) is not None, name
+    for name in ("api_bank", "apibank_agentic"):
+        assert registry_lookup("task", qualified(name)) is not None, name
 
 
 def test_samples_follow_the_field_spec(data_dir):

@@ -291,17 +291,12 @@ def test_oracle_replays_gold(rows):
 
 
 def test_vllm_backend_needs_the_extra(monkeypatch):
-    import builtins
+    import sys
 
-    real_import = builtins.__import__
+    from apibank.errors import MissingExtra
 
-    def no_vllm(name, *args, **kwargs):
-        if name == "vllm" or name.startswith("vllm."):
-            raise ImportError("No module named 'vllm'")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_vllm)
-    with pytest.raises(RuntimeError, match=r"apibank\[vllm\]"):
+    monkeypatch.setitem(sys.modules, "vllm", None)  # as where vLLM is not installed
+    with pytest.raises(MissingExtra, match=r"install the vllm extra: pip install 'apibank\[vllm\]'"):
         make_backend("some/model", "vllm")
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from apibank.benchmark import GGUF_CACHE_ENV
+from apibank.errors import require_extra
 
 
 @dataclass(frozen=True)
@@ -59,16 +60,7 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
 
 
 def check_gguf_extra() -> None:
-    missing = []
-    for module in ("gguf", "accelerate"):
-        try:
-            __import__(module)
-        except ImportError:
-            missing.append(module)
-    if missing:
-        raise RuntimeError(
-            f"loading a .gguf file needs {' and '.join(missing)}: pip install 'apibank[gguf]'"
-        )
+    require_extra("gguf", ("gguf", "accelerate"), "loading a .gguf file")
 
 
 def gguf_cache_root() -> Path | None:
@@ -100,6 +92,7 @@ def load_tokenizer_and_model(
     model_kwargs: dict[str, Any] | None = None,
 ):
     """``(tokenizer, model)`` for ``source``; a GGUF file goes through (and fills) the conversion cache."""
+    require_extra("torch", ("torch",), "loading a model with transformers")
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     kwargs = dict(model_kwargs or {})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from apibank.errors import require_extra
 from apibank.generate.backends.base import Backend, Completion, DecodingSettings
 from apibank.generate.backends.hf import _HFRendering, template_sha256
 from apibank.generate.stops import answer_start
@@ -33,10 +34,9 @@ class VLLMBackend(_HFRendering, Backend):
         engine_kwargs: dict[str, Any] | None = None,
         enable_prefix_caching: bool = True,
     ) -> None:
-        try:
-            from vllm import LLM
-        except ImportError as error:
-            raise RuntimeError("the vllm backend needs vLLM: pip install 'apibank[vllm]'") from error
+        require_extra("vllm", ("vllm",), "the vllm backend")
+        from vllm import LLM
+
         self.model_id = model
         self.revision = revision
         self.dtype = dtype
