@@ -25,7 +25,7 @@ from typing import Any, Sequence
 from apibank.agent.agents import Step, ToolCall
 from apibank.data.episodes import Episode
 from apibank.generate.backends import Backend, Completion, DecodingSettings
-from apibank.generate.conversation import Conversation
+from apibank.generate.conversation import Conversation, chat_conversation
 from apibank.generate.runner import usage_of
 from apibank.generate.stops import cut_at_stop
 from apibank.generate.templates import TemplateRefusal
@@ -81,19 +81,6 @@ def text_prompt(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> 
             lines.append(f"Tool result: {message['content']}")
     lines.append("Assistant:")
     return "\n".join(lines)
-
-
-def chat_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The episode's messages as the model layer takes them: tool-call arguments as objects, not JSON text."""
-    out = []
-    for message in messages:
-        if message.get("tool_calls"):
-            message = {**message, "tool_calls": [
-                {**c, "function": {**c["function"], "arguments": _loads(c["function"]["arguments"])}}
-                for c in message["tool_calls"]
-            ]}
-        out.append(message)
-    return out
 
 
 class CallIds:
@@ -166,7 +153,7 @@ class ModelDriver:
     def conversation(self, key: str, level: int, messages: list[dict[str, Any]],
                      tools: list[dict[str, Any]]) -> Conversation:
         if self.native:
-            return Conversation(key, level, "api", "tools", chat_messages(messages), tools=tools)
+            return chat_conversation(messages, tools, conversation_id=key, level=level)
         text = text_prompt(messages, tools)
         return Conversation(key, level, "api", "paper", [{"role": "user", "content": text}], plain_text=text)
 
