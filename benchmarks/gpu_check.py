@@ -140,7 +140,10 @@ DIR="$(cd "$(dirname "$0")" && pwd)"
 OUT="${1:?usage: bash run.sh OUT [--device cpu --tiny]}"; shift
 mkdir -p "$OUT"
 SITE="${APIBANK_CHECK_SITE:-/tmp/apibank-check-site}"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" "$DIR"/wheels/*.whl
+mkdir -p "$SITE"
+if [ -z "${APIBANK_CHECK_NO_INSTALL:-}" ]; then  # set it to use the installed package instead (a dry run)
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" "$DIR"/wheels/*.whl
+fi
 export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
 exec python3 "$DIR/gpu_check.py" run "$DIR" "$OUT" --site "$SITE" "$@"
 """
