@@ -73,7 +73,17 @@ def main() -> None:
     parser.add_argument("--setting", default="all-tools", choices=SETTINGS)
     parser.add_argument("--new-tokens", type=int, default=32)
     parser.add_argument("--gguf", default=None, help="a GGUF model for the model step (default: the tiny random model)")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda: where the model step runs")
+    parser.add_argument("--compile", action="store_true", help="the model step through the compiled path (CUDA only)")
     args = parser.parse_args()
+    if args.compile:
+        from apibank.errors import UserError
+        from apibank.generate.backends.compiled import check_compile_device
+
+        try:
+            check_compile_device(args.device)
+        except UserError as error:
+            raise SystemExit(f"bench_agent.py: error: {error}") from None
 
     from apibank.agent.backends import TransformersAgent
 
@@ -99,7 +109,8 @@ def main() -> None:
 
         corpus = [e.turns[0].user for e in sets["level-3"]]
         model, label = str(build_tiny_model(Path(tempfile.mkdtemp()) / "tiny", corpus)), "tiny random model"
-    agent = TransformersAgent(model, max_new_tokens=args.new_tokens)
+    options = {"device": args.device, **({"compile": True} if args.compile else {})}  # passed to the model layer
+    agent = TransformersAgent(model, max_new_tokens=args.new_tokens, **options)
     step = model_step_seconds(agent, sets["level-3"][0], args.setting, shared.data)
     print(f"model step ({label}, {args.new_tokens} new tokens, level-3 prompt): {step * 1e3:.1f} ms")
     for level, cost in per_episode.items():
