@@ -129,7 +129,7 @@ def backend_options(args: argparse.Namespace) -> dict:
     if args.backend == "transformers":
         return {"revision": args.revision, "dtype": args.dtype, "device": args.device, "device_map": args.device_map,
                 "trust_remote_code": args.trust_remote_code or None, "chat_template": args.chat_template,
-                "compile": args.compile or None}
+                "compile": getattr(args, "compile", False) or None}  # callers without the flag: eager
     if args.backend == "vllm":
         return {"revision": args.revision, "dtype": args.dtype, "tensor_parallel_size": args.tensor_parallel_size,
                 "trust_remote_code": args.trust_remote_code or None, "chat_template": args.chat_template}
