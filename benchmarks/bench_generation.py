@@ -160,44 +160,47 @@ def main() -> None:
         return time.perf_counter() - start
 
     results: dict[int, dict] = {}
+    by_id = {row["id"]: index for index, row in enumerate(rows)}
     for batch_size in args.batch_sizes:
         backend.decoder = eager
         eager._kept = None  # no prefix carried over from the previous measurement
-        records: list[dict] = []
-        seconds = timed(lambda: records.extend(generate_predictions(
-            rows, backend, fmt=args.fmt, settings=settings, batch_size=batch_size, progress=False)))
-        generated = {r["id"]: r["generated_tokens"] for r in records}
-        tokens = sum(generated.values())
         chunks = [order[first : first + batch_size] for first in range(0, len(order), batch_size)]
-        steps = [max(1, max(generated[rows[i]["id"]] for i in chunk)) for chunk in chunks]
-
-        def floor() -> None:
-            for chunk, count in zip(chunks, steps):
-                hand_loop(backend.model, [prompt_ids[i] for i in chunk], count, pad_id)
-
-        def reference() -> None:
-            for chunk, count in zip(chunks, steps):
-                transformers_generate(backend.model, [prompt_ids[i] for i in chunk], count, pad_id)
-
-        hand = timed(floor)
+        clock = {"package": 0.0, "hand": 0.0, "generate": 0.0, "compiled": 0.0}
+        compile_before = compiled.compile_seconds if compiled is not None else 0.0
+        records: list[dict] = []
+        # Chunk by chunk, each way in turn: a load that drifts on a shared machine weighs on all alike.
+        for chunk in chunks:
+            chunk_rows = [rows[i] for i in chunk]
+            done: list[dict] = []
+            clock["package"] += timed(lambda: done.extend(generate_predictions(
+                chunk_rows, backend, fmt=args.fmt, settings=settings, batch_size=batch_size, progress=False)))
+            records += done
+            count = max(1, max(r["generated_tokens"] for r in done))
+            ids = [prompt_ids[i] for i in chunk]
+            clock["hand"] += timed(lambda: hand_loop(backend.model, ids, count, pad_id))
+            if not args.no_generate:
+                clock["generate"] += timed(lambda: transformers_generate(backend.model, ids, count, pad_id))
+            if compiled is not None:
+                backend.decoder = compiled
+                before = compiled.compile_seconds
+                clock["compiled"] += timed(lambda: generate_predictions(
+                    chunk_rows, backend, fmt=args.fmt, settings=settings, batch_size=batch_size, progress=False))
+                clock["compiled"] -= compiled.compile_seconds - before
+                backend.decoder = eager
+        records.sort(key=lambda r: by_id[r["id"]])
+        tokens = sum(r["generated_tokens"] for r in records)
+        seconds, hand = clock["package"], clock["hand"]
         result = {"batch": batch_size, "tokens": tokens, "package_seconds": seconds, "hand_seconds": hand,
                   "package_tokens_per_second": tokens / seconds, "hand_tokens_per_second": tokens / hand,
                   "package_over_hand": hand / seconds,
                   "outputs": [r["raw_output"] for r in records]}
         if not args.no_generate:
-            reference_seconds = timed(reference)
-            result.update(generate_seconds=reference_seconds, generate_tokens_per_second=tokens / reference_seconds,
-                          generate_over_hand=hand / reference_seconds)
+            result.update(generate_seconds=clock["generate"], generate_tokens_per_second=tokens / clock["generate"],
+                          generate_over_hand=hand / clock["generate"])
         if compiled is not None:
-            backend.decoder = compiled
-            before = compiled.compile_seconds
-            compiled_seconds = timed(lambda: generate_predictions(
-                rows, backend, fmt=args.fmt, settings=settings, batch_size=batch_size, progress=False))
-            compile_seconds = compiled.compile_seconds - before
-            net = max(compiled_seconds - compile_seconds, 1e-9)
-            result.update(compiled_seconds=net, compile_seconds=compile_seconds,
+            net = max(clock["compiled"], 1e-9)
+            result.update(compiled_seconds=net, compile_seconds=compiled.compile_seconds - compile_before,
                           compiled_tokens_per_second=tokens / net, compiled_over_hand=hand / net)
-            backend.decoder = eager
         if bandwidth:
             limit = batch_size * bandwidth / weight_bytes  # tokens/s when a step only reads the weights
             for name in ("package", "hand", "compiled"):
