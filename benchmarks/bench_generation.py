@@ -10,7 +10,8 @@ For each batch size the same rows, in the package's generation order, go through
   around it, each batch running as many steps as the package generated for its longest row;
 * generate: transformers' own ``model.generate`` (greedy) with those same step counts.
 
-Every figure is generated tokens per second, counting the package's generated tokens for all four, so
+The ways run chunk by chunk in turn (one batch of rows each way, then the next), so that a load that
+drifts on a shared machine weighs on all of them alike. Every figure is generated tokens per second, counting the package's generated tokens for all four, so
 ratios are time ratios; ``/hand`` is the ratio to the hand loop (>= 1: at or above it). On CUDA,
 ``%bw`` is the share of the memory-bandwidth limit: a decode step cannot take less than the weight bytes
 over the device's copy bandwidth (measured here, read + write), so the limit is batch / that time.
