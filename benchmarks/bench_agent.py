@@ -87,7 +87,17 @@ def main() -> None:
     parser.add_argument("--tool-format", default="auto", choices=["auto", "native", "text"])
     parser.add_argument("--no-reuse", action="store_true", help="also time one at a time without prefix reuse")
     parser.add_argument("--judge-overhead", action="store_true", help="first print the judge's cost per level")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda: where the model steps run")
+    parser.add_argument("--compile", action="store_true", help="the model steps through the compiled path (CUDA only)")
     args = parser.parse_args()
+    if args.compile:
+        from apibank.errors import UserError
+        from apibank.generate.backends.compiled import check_compile_device
+
+        try:
+            check_compile_device(args.device)
+        except UserError as error:
+            raise SystemExit(f"bench_agent.py: error: {error}") from None
 
     if args.judge_overhead:
         judge_overhead(args.data_dir, args.setting)
@@ -103,7 +113,8 @@ def main() -> None:
 
         corpus = [e.turns[0].user for e in episodes.episodes]
         model, label = str(build_tiny_model(Path(tempfile.mkdtemp()) / "tiny", corpus)), "tiny random model"
-    backend = make_backend(model, dtype="float32", device="cpu")
+    options = {"device": args.device, **({"compile": True} if args.compile else {})}  # passed to the model layer
+    backend = make_backend(model, dtype="float32", **options)
     driver = ModelDriver(backend, tool_format=args.tool_format, max_new_tokens=args.max_new_tokens, label=label)
     limits = Limits(max_steps=args.max_steps, time_limit=float("inf"))
     batch = args.batch_size or args.episodes
@@ -124,7 +135,7 @@ def main() -> None:
     rows.append(("stepped together", batch, many, many_seconds))
     if args.no_reuse:
         backend.close()
-        plain_backend = make_backend(model, dtype="float32", device="cpu", reuse_prefix=False)
+        plain_backend = make_backend(model, dtype="float32", reuse_prefix=False, **options)
         plain_driver = ModelDriver(plain_backend, tool_format=args.tool_format, max_new_tokens=args.max_new_tokens,
                                    label=label)
         plain, plain_seconds = timed(1, plain_driver)

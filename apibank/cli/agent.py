@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from apibank.benchmark import DEFAULT_SETTING, SETTINGS, TEMPLATE_MODES
-from apibank.cli.evaluate import hub_id
+from apibank.cli.evaluate import check_compile, hub_id
 from apibank.cli.flags import (
     add_levels, add_output, add_overwrite, add_quiet, checked_levels, progress_bar, show_progress,
 )
@@ -55,6 +55,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                      help="price per million prompt tokens and per million generated tokens: adds a cost to usage")
     gen.add_argument("--dtype", default="auto", help="auto, float32, bfloat16, float16")
     gen.add_argument("--device", default=None, help="transformers: device (default: cuda if available)")
+    gen.add_argument("--compile", action="store_true",
+                     help="transformers on a CUDA GPU: static KV cache and CUDA graphs, as for evaluate")
     gen.add_argument("--chat-template", default="auto", metavar="auto|on|off|FILE",
                      help="FILE: a Jinja chat template replacing the model's (adapted to what it accepts; the "
                           "adaptations are recorded in results.json)")
@@ -103,6 +105,7 @@ def check_arguments(args: argparse.Namespace) -> tuple[list[str], Any]:
                              "server instead (e.g. vLLM --chat-template)")
         check_endpoint(args.base_url, os.environ.get(args.api_key_env), 120.0)
         return levels, price
+    check_compile(args)
     check_model(args.model, args.backend, None)
     if template_file:
         from apibank.generate.backends.hf import read_chat_template

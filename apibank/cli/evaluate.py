@@ -43,6 +43,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     gen.add_argument("--revision", default=None, help="model revision (branch, tag or commit)")
     gen.add_argument("--dtype", default="auto", help="auto, float32, bfloat16, float16")
     gen.add_argument("--device", default=None, help="transformers: device (default: cuda if available)")
+    gen.add_argument("--compile", action="store_true",
+                     help="transformers on a CUDA GPU: static KV cache and CUDA graphs (torch.compile), greedy "
+                     "only; compile time is reported apart in usage")
     gen.add_argument("--device-map", default=None, help="transformers: e.g. 'auto' to spread a model over GPUs")
     gen.add_argument("--trust-remote-code", action="store_true")
     gen.add_argument("--chat-template", default="auto", metavar="auto|on|off|FILE",
@@ -128,7 +131,8 @@ def backend_options(args: argparse.Namespace) -> dict:
         return {}
     if args.backend == "transformers":
         return {"revision": args.revision, "dtype": args.dtype, "device": args.device, "device_map": args.device_map,
-                "trust_remote_code": args.trust_remote_code or None, "chat_template": args.chat_template}
+                "trust_remote_code": args.trust_remote_code or None, "chat_template": args.chat_template,
+                "compile": getattr(args, "compile", False) or None}  # callers without the flag: eager
     if args.backend == "vllm":
         return {"revision": args.revision, "dtype": args.dtype, "tensor_parallel_size": args.tensor_parallel_size,
                 "trust_remote_code": args.trust_remote_code or None, "chat_template": args.chat_template}
@@ -168,6 +172,7 @@ def check_arguments(args: argparse.Namespace, fmt: str, output: Path) -> int:
     kept = 0 if args.overwrite else check_resume(output, fmt=fmt, model=args.model)
     if args.model == "oracle":
         return kept
+    check_compile(args)
     if args.backend == "openai":
         if not args.base_url:
             raise UsageError("--backend openai needs --base-url, e.g. --base-url http://127.0.0.1:8000/v1")
@@ -190,6 +195,24 @@ def check_arguments(args: argparse.Namespace, fmt: str, output: Path) -> int:
             raise UsageError(f"{need} needs a chat template and {args.model} has none; give one with "
                              "--chat-template FILE" + (", or use --format paper" if fmt != "paper" else ""))
     return kept
+
+
+def check_compile(args: argparse.Namespace) -> None:
+    """``--compile`` only where it applies (the transformers backend on a CUDA device): one line otherwise."""
+    if not getattr(args, "compile", False):
+        return
+    if args.backend != "transformers":
+        raise UsageError(f"--compile applies to --backend transformers; --backend {args.backend} "
+                         "compiles (or serves) on its own: drop --compile")
+    from apibank.generate.backends.compiled import check_compile_device
+
+    check_compile_device(args.device or ("cuda" if _cuda_available() else "cpu"))
+
+
+def _cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
 
 
 def run(args: argparse.Namespace) -> int:

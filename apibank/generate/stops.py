@@ -9,7 +9,7 @@ answer rather than ending it.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 # Turn labels an answer may open with in the paper format's transcript ("AI: Sure, ...").
 TURN_LABELS = ("User:", "AI:", "API:")
@@ -52,6 +52,46 @@ def first_stop(text: str, stops: Iterable[str]) -> int | None:
         if index >= 0 and (cut is None or index < cut):
             cut = index
     return cut
+
+
+class StopWatch:
+    """The stop rule asked after every new token of one answer, reading the new text only.
+
+    ``decode(ids)`` turns the answer's token ids into text. While the answer's start
+    (:func:`answer_start`) may still move (leading whitespace, a turn label being written), the whole
+    answer is decoded, a few tokens; once it cannot, only the last ``window`` tokens are, which hold any
+    stop string the newest token completes. The answer is cut by :func:`first_stop` afterwards all the
+    same; asking this after each token gives the same first stop as :func:`first_stop` on the whole text.
+    """
+
+    def __init__(self, stops: Iterable[str], decode: Callable[[Sequence[int]], str]) -> None:
+        self.stops = tuple(stop for stop in stops if stop)
+        self.decode = decode
+        # a stop string spans at most one token per character, plus partial tokens at its edges and
+        # special tokens that decode to nothing
+        self.window = max((len(stop) for stop in self.stops), default=0) + 16
+        self._tail_only = False
+
+    def __call__(self, ids: Sequence[int]) -> bool:
+        if not self.stops:
+            return False
+        if self._tail_only:
+            tail = self.decode(ids[-self.window :])
+            return any(stop in tail for stop in self.stops)
+        text = self.decode(ids)
+        if first_stop(text, self.stops) is not None:
+            return True
+        if len(ids) > 2 * self.window and _start_is_settled(text):
+            # from here on the window starts after the answer's start
+            self._tail_only = len(self.decode(ids[: -self.window])) >= answer_start(text)
+        return False
+
+
+def _start_is_settled(text: str) -> bool:
+    """Whether more text can no longer move :func:`answer_start`: content has begun after the leading
+    whitespace, is longer than any turn label, and (after a label) is not whitespace only."""
+    content = text.lstrip()
+    return len(content) > max(len(label) for label in TURN_LABELS) and answer_start(text) < len(text)
 
 
 def cut_at_stop(text: str, stops: Iterable[str]) -> str:

@@ -162,8 +162,8 @@ def evaluate(
     scores = score_records(records, rows, protocols=protocols, data_dir=data_dir, progress=progress)
     results = build_results(
         scores, rows, model_info=info, fmt=fmt, decoding=settings.as_dict(), batch_size=batch_size, limit=limit,
-        icl=icl, dataset_id=dataset_id, usage=usage_totals(records, price_per_mtok=price, wall_seconds=wall),
-        subset=len(rows) < len(level_rows),
+        icl=icl, dataset_id=dataset_id, subset=len(rows) < len(level_rows),
+        usage=usage_totals(records, price_per_mtok=price, wall_seconds=wall, compile_seconds=info.get("compile_seconds")),
     )
     if template is not None:  # the chat template used and each adaptation it needed
         results["chat_template"] = template

@@ -55,11 +55,13 @@ def usage_totals(
     *,
     price_per_mtok: tuple[float, float] | None = None,
     wall_seconds: float | None = None,
+    compile_seconds: float | None = None,
 ) -> dict[str, Any]:
     """Totals of the per-sample usage in ``records``: tokens, generation seconds, samples/s, cost.
 
     ``seconds`` adds up every sample's generation time (runs that resumed included); ``wall_seconds``
-    is this invocation's generation wall time. Token totals are None when no sample reports them, and
+    is this invocation's generation wall time; ``compile_seconds`` (a compiled backend only) the part of
+    it spent compiling, counted in no sample's seconds. Token totals are None when no sample reports them, and
     ``samples_with_token_counts`` says how many do.
     """
     def total(key: str):
@@ -79,6 +81,8 @@ def usage_totals(
         "generated_tokens_per_second": round(generated / seconds, 2) if seconds and generated is not None else None,
         "wall_seconds": round(wall_seconds, 3) if wall_seconds is not None else None,
     }
+    if compile_seconds is not None:
+        usage["compile_seconds"] = round(compile_seconds, 3)
     if price_per_mtok is not None:
         price_in, price_out = price_per_mtok
         usage["price_per_mtok"] = {"prompt": price_in, "generated": price_out}

@@ -1,12 +1,17 @@
-"""Greedy decoding over a causal LM's forward pass, close to the hardware floor.
+"""Greedy decoding over a causal LM's forward pass, close to the hardware floor on a CPU and on a GPU.
 
-* Each prompt is prefilled on its own (no padding work) and only the last position's logits are
-  computed (``logits_to_keep=1``); when consecutive prompts share a token prefix (rows of one
-  dialogue), the KV cache of that prefix is kept and only the new tokens are run.
-* The batch then decodes together: the rows' caches are stacked, left-padded, into the model's own
-  cache type (sliding-window layers keep only their window).
-* Each row stops on its own (EOS, a stop condition on its generated text, or its token budget);
-  finished rows are dropped from the batch once half of it has finished.
+* Prefill, two ways (``prefill``): ``"rows"`` runs each prompt on its own (no padding work) and, when
+  consecutive prompts share a token prefix (rows of one dialogue), keeps the KV cache of that prefix
+  and runs only the new tokens; the rows' caches are then stacked, left-padded, into the model's own
+  cache type (sliding-window layers keep only their window). ``"batch"`` runs every prompt in one
+  left-padded forward pass, straight into the batch's cache. ``"auto"`` takes ``"rows"`` on a CPU
+  (compute-bound: padding and repeated prefixes cost time) and ``"batch"`` elsewhere (a GPU pays per
+  forward pass, not per token). Either way only the last position's logits are computed.
+* Each decode step picks every row's token on the device and copies them to the host in one transfer.
+* Each row stops on its own (EOS, ``should_stop`` on its generated ids, or its token budget).
+  Finished rows are dropped from the batch (every layer's cache compacted once) when the share of
+  live rows falls to ``compact_at``: half on a CPU, where each row costs compute, a quarter elsewhere,
+  where a step reads the weights whatever the batch and the compaction itself is what costs.
 * Greedy by default; with a ``temperature``, each row samples with its own seeded generator, so that
   its tokens do not depend on the rows batched with it.
 
@@ -19,6 +24,8 @@ import inspect
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
+
+PREFILL_MODES = ("auto", "rows", "batch")
 
 
 @dataclass
@@ -35,19 +42,50 @@ def _cache_argument(model) -> str:
     return "cache" if "cache" in parameters else "past_key_values"
 
 
+def model_cache(model):
+    """An empty cache of the model's own type (sliding-window layers keep only their window)."""
+    from transformers import DynamicCache
+
+    try:
+        return DynamicCache(config=model.config)
+    except Exception:  # a config the cache cannot read: plain full layers
+        return DynamicCache()
+
+
+def left_padded(prompts: Sequence[list[int]], pad_id: int, device):
+    """(ids, attention mask, position ids) of ``prompts`` left-padded to the longest."""
+    import torch
+
+    width = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for row, prompt in enumerate(prompts):
+        ids[row, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
+        mask[row, width - len(prompt) :] = 1
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    return ids.to(device), mask.to(device), positions.to(device)
+
+
 class GreedyDecoder:
     """Greedy decoding of token-id prompts with ``model``; keeps the last prompt's cache for reuse."""
 
-    def __init__(self, model, *, eos_ids: Sequence[int], reuse_prefix: bool = True) -> None:
+    def __init__(self, model, *, eos_ids: Sequence[int], reuse_prefix: bool = True, prefill: str = "auto",
+                 pad_id: int = 0) -> None:
+        if prefill not in PREFILL_MODES:
+            raise ValueError(f"prefill must be one of {PREFILL_MODES}, got {prefill!r}")
         self.model = model
         self.eos_ids = set(eos_ids)
         self.reuse_prefix = reuse_prefix
+        self.pad_id = pad_id
+        on_cpu = model.device.type == "cpu"
+        self.prefill = ("rows" if on_cpu else "batch") if prefill == "auto" else prefill
+        self.compact_at = 0.5 if on_cpu else 0.25
         self._cache_arg = _cache_argument(model)
         self._kept: tuple[Any, list[int]] | None = None  # (DynamicCache of a prompt, its ids)
 
     # ---------------------------------------------------------------------------- prefill
-    def _prefill(self, ids: list[int]):
-        """(cache after the prompt, next token, reused prompt tokens) for one prompt."""
+    def _prefill_one(self, ids: list[int]):
+        """(cache after the prompt, next-token logits, reused prompt tokens) for one prompt."""
         import torch
         from transformers import DynamicCache
 
@@ -74,6 +112,45 @@ class GreedyDecoder:
         self._kept = (cache, list(ids)) if self.reuse_prefix else None
         return cache, output.logits[0, -1], reused
 
+    def _prefill_rows(self, prompts, outputs, pick) -> tuple[Any, list[int]]:
+        """Each prompt alone (prefix reuse), stacked left-padded into one batch cache: (cache, first tokens)."""
+        n, width = len(prompts), max(len(p) for p in prompts)
+        layers: list[tuple[Any, Any]] = []  # per layer, the batch's keys and values, left-padded
+        first = []
+        for row, ids in enumerate(prompts):
+            started = time.perf_counter()
+            cache, logits, reused = self._prefill_one(list(ids))
+            first.append(pick(logits, row))
+            outputs[row].reused_prompt_tokens = reused
+            pad = width - len(ids)
+            for index, layer in enumerate(cache.layers):
+                keys, values = layer.keys, layer.values
+                if row == 0:
+                    layers.append((keys.new_zeros((n, keys.shape[1], width, keys.shape[3])),
+                                   values.new_zeros((n, values.shape[1], width, values.shape[3]))))
+                layers[index][0][row, :, pad:width] = keys[0]
+                layers[index][1][row, :, pad:width] = values[0]
+            outputs[row].seconds += time.perf_counter() - started
+        batch_cache = model_cache(self.model)
+        for index, (keys, values) in enumerate(layers):
+            batch_cache.update(keys, values, index)
+        return batch_cache, first
+
+    def _prefill_batch(self, prompts, outputs, pick) -> tuple[Any, list[int]]:
+        """Every prompt in one left-padded forward pass: (cache, first tokens)."""
+        started = time.perf_counter()
+        ids, mask, positions = left_padded(prompts, self.pad_id, self.model.device)
+        cache = model_cache(self.model)
+        output = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True,
+                            logits_to_keep=1, **{self._cache_arg: cache})
+        logits = output.logits[:, -1]
+        first = logits.argmax(-1).tolist() if pick is None else [pick(logits[row], row) for row in range(len(prompts))]
+        self._kept = None
+        share = (time.perf_counter() - started) / len(prompts)
+        for out in outputs:
+            out.seconds += share
+        return cache, first
+
     # ----------------------------------------------------------------------------- decode
     def generate(
         self,
@@ -99,41 +176,21 @@ class GreedyDecoder:
                 return int(logits.argmax())
             probabilities = torch.softmax(logits.float() / temperature, dim=-1)
             return int(torch.multinomial(probabilities, 1, generator=generators[row]))
+
         outputs = [RowOutput([], "length", len(p), 0, 0.0) for p in prompts]
         width = max(len(p) for p in prompts)
         steps = max(budgets)
-        layers: list[tuple[Any, Any]] = []  # per layer, the batch's keys and values, left-padded
-        first = []
         with torch.inference_mode():
-            for row, ids in enumerate(prompts):
-                started = time.perf_counter()
-                cache, logits, reused = self._prefill(list(ids))
-                first.append(pick(logits, row))
-                outputs[row].reused_prompt_tokens = reused
-                pad = width - len(ids)
-                for index, layer in enumerate(cache.layers):
-                    keys, values = layer.keys, layer.values
-                    if row == 0:
-                        layers.append((keys.new_zeros((n, keys.shape[1], width, keys.shape[3])),
-                                       values.new_zeros((n, values.shape[1], width, values.shape[3]))))
-                    layers[index][0][row, :, pad:width] = keys[0]
-                    layers[index][1][row, :, pad:width] = values[0]
-                outputs[row].seconds += time.perf_counter() - started
-
-            from transformers import DynamicCache
-
-            # The model's own cache type for the batch (sliding-window layers keep only their window).
-            try:
-                batch_cache = DynamicCache(config=self.model.config)
-            except Exception:  # a config the cache cannot read: plain full layers
-                batch_cache = DynamicCache()
-            for index, (keys, values) in enumerate(layers):
-                batch_cache.update(keys, values, index)
-            del layers
-            mask = torch.zeros((n, width + steps), dtype=torch.long, device=device)
+            if self.prefill == "rows":
+                batch_cache, first = self._prefill_rows(prompts, outputs, pick)
+            else:
+                batch_cache, first = self._prefill_batch(prompts, outputs, None if generators is None else pick)
+            mask = torch.zeros((n, width + steps), dtype=torch.long)
             for row, ids in enumerate(prompts):
                 mask[row, width - len(ids) : width] = 1
+            mask = mask.to(device)
             positions = torch.tensor([len(p) for p in prompts], device=device)
+            host = first  # this step's tokens on the host, one per batch position
             tokens = torch.tensor(first, device=device)
             members = list(range(n))  # batch position -> row
             live = [True] * n
@@ -142,7 +199,7 @@ class GreedyDecoder:
                 for position, row in enumerate(members):
                     if not live[position]:
                         continue
-                    token = int(tokens[position])
+                    token = host[position]
                     out = outputs[row]
                     if token in self.eos_ids:
                         out.finish_reason, live[position] = "eos", False
@@ -155,11 +212,12 @@ class GreedyDecoder:
                 alive = sum(live)
                 if alive == 0:
                     break
-                if alive <= len(members) // 2:
-                    keep = torch.tensor([p for p, flag in enumerate(live) if flag], device=device)
+                if alive <= len(members) * self.compact_at:
+                    kept = [p for p, flag in enumerate(live) if flag]
+                    keep = torch.tensor(kept, device=device)
                     batch_cache.batch_select_indices(keep)
                     mask, positions, tokens = mask.index_select(0, keep), positions.index_select(0, keep), tokens[keep]
-                    members = [members[p] for p in keep.tolist()]
+                    members = [members[p] for p in kept]
                     live = [True] * len(members)
                 started = time.perf_counter()
                 mask[:, length] = 1
@@ -168,9 +226,10 @@ class GreedyDecoder:
                                     **{self._cache_arg: batch_cache})
                 if generators is None:
                     tokens = output.logits[:, -1].argmax(-1)
+                    host = tokens.tolist()  # the step's one device-to-host transfer
                 else:
-                    picked = [pick(output.logits[position, -1], row) for position, row in enumerate(members)]
-                    tokens = torch.tensor(picked, device=device)
+                    host = [pick(output.logits[position, -1], row) for position, row in enumerate(members)]
+                    tokens = torch.tensor(host, device=device)
                 positions = positions + 1
                 length += 1
                 share = (time.perf_counter() - started) / alive
@@ -196,14 +255,7 @@ def hand_loop(model, prompts: Sequence[list[int]], steps: int, pad_id: int) -> l
     nothing else (no stop checks, no early exit, no reuse). Returns the generated ids per prompt."""
     import torch
 
-    device = model.device
-    width = max(len(p) for p in prompts)
-    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long, device=device)
-    mask = torch.zeros_like(ids)
-    for row, prompt in enumerate(prompts):
-        ids[row, width - len(prompt) :] = torch.tensor(prompt, device=device)
-        mask[row, width - len(prompt) :] = 1
-    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    ids, mask, positions = left_padded(prompts, pad_id, model.device)
     generated = []
     cache_arg = _cache_argument(model)
     with torch.inference_mode():

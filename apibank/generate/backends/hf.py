@@ -9,7 +9,7 @@ from typing import Any, Sequence
 from apibank.benchmark import TEMPLATE_MODES
 from apibank.generate.backends.base import Backend, Completion
 from apibank.generate.conversation import Conversation
-from apibank.generate.stops import first_stop
+from apibank.generate.stops import StopWatch
 from apibank.generate.templates import TemplateAdapter, TemplateRefusal
 from apibank.generate.toolcalls import ToolCall, calls_from_message, calls_in_text
 
@@ -159,7 +159,8 @@ def available_cores() -> int:
 class TransformersBackend(_HFRendering, Backend):
     """``AutoModelForCausalLM`` from a Hub id, a local folder or a local ``.gguf`` file, decoded greedily by
     :class:`~apibank.generate.backends.decoding.GreedyDecoder` (per-row stops on the generated text only,
-    per-row token budgets, prompt-prefix reuse)."""
+    per-row token budgets, prompt-prefix reuse; ``prefill`` as there), or with ``compile=True`` (a CUDA
+    GPU only) by :class:`~apibank.generate.backends.compiled.CompiledDecoder` (static cache, CUDA graphs)."""
 
     name = "transformers"
 
@@ -176,12 +177,19 @@ class TransformersBackend(_HFRendering, Backend):
         model_kwargs: dict[str, Any] | None = None,
         threads: int | None = None,
         reuse_prefix: bool = True,
+        prefill: str = "auto",
+        compile: bool = False,
     ) -> None:
         import torch
 
         from apibank.generate.backends.decoding import GreedyDecoder
         from apibank.generate.backends.loading import load_tokenizer_and_model, resolve_model
 
+        if compile:  # refused before the model loads
+            from apibank.generate.backends.compiled import check_compile_device
+
+            check_compile_device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        self.compile = compile
         self.source = resolve_model(model)
         self.model_id = model
         self.revision = revision
@@ -206,7 +214,15 @@ class TransformersBackend(_HFRendering, Backend):
         if self.tokenizer.eos_token_id is not None:
             eos_ids.add(self.tokenizer.eos_token_id)
         self.eos_ids = sorted(eos_ids)
-        self.decoder = GreedyDecoder(self.model, eos_ids=self.eos_ids, reuse_prefix=reuse_prefix)
+        pad_id = self.tokenizer.pad_token_id or 0
+        if compile:
+            from apibank.generate.backends.compiled import CompiledDecoder, check_compile_device
+
+            check_compile_device(str(self.model.device))
+            self.decoder = CompiledDecoder(self.model, eos_ids=self.eos_ids, pad_id=pad_id)
+        else:
+            self.decoder = GreedyDecoder(self.model, eos_ids=self.eos_ids, reuse_prefix=reuse_prefix,
+                                         prefill=prefill, pad_id=pad_id)
 
     def info(self) -> dict[str, Any]:
         import torch
@@ -224,6 +240,7 @@ class TransformersBackend(_HFRendering, Backend):
             "chat_template": self.chat_template,
             "chat_template_sha256": template_sha256(self.tokenizer),
             "torch_threads": torch.get_num_threads(),
+            **({"compile": True, "compile_seconds": round(self.decoder.compile_seconds, 3)} if self.compile else {}),
         }
 
     def token_counts(self, texts):
@@ -255,9 +272,18 @@ class TransformersBackend(_HFRendering, Backend):
         encoded = [self.tokenizer(prompt, add_special_tokens=add_special)["input_ids"] for prompt in prompts]
         budgets = [settings.max_tokens_for(c.level, c.kind) for c in conversations]
         stops = tuple(settings.stop)
+        watches: dict[int, StopWatch] = {}
+
+        def decode(ids) -> str:
+            return self.tokenizer.decode(ids, skip_special_tokens=True)
 
         def should_stop(row: int, ids: list[int]) -> bool:
-            return bool(stops) and first_stop(self.tokenizer.decode(ids, skip_special_tokens=True), stops) is not None
+            if not stops:
+                return False
+            watch = watches.get(row)
+            if watch is None:
+                watch = watches[row] = StopWatch(stops, decode)
+            return watch(ids)
 
         rows = self.decoder.generate(encoded, budgets, should_stop,
                                      temperature=settings.temperature, seed=settings.seed)
