@@ -16,6 +16,7 @@ from typing import Any, Mapping
 from apibank.files import LEADERBOARD_DIR, RESULTS_FILE
 from apibank.hub.ids import check_repo_id
 from apibank.hub.result_files import (
+    result_entry,
     DATASET_DIR,
     EVAL_RESULTS_DIR,
     MODEL_DIR,
@@ -25,7 +26,6 @@ from apibank.hub.result_files import (
     check_complete,
     publishing_note,
     remove_result_files,
-    result_date,
     write_result_file,
 )
 from apibank.benchmark import EPISODE_COUNTS
@@ -69,8 +69,6 @@ def agentic_entries(
     source: ResultSource | None = None,
 ) -> list[Any]:
     """The ``.eval_results`` entries of an agentic run: one per level, under ``agentic-<level>-<setting>``."""
-    from huggingface_hub import EvalResultEntry
-
     check_complete(agentic_subset_reason(results))
     setting = results["setting"]
     entries = []
@@ -78,20 +76,12 @@ def agentic_entries(
         value = agentic_value(summary)
         if value is None:
             continue
-        entries.append(
-            EvalResultEntry(
-                dataset_id=dataset_id,
-                task_id=AGENTIC_TASKS[agentic_task_id(level, setting)].id,
-                value=value,
-                dataset_revision=dataset_revision,
-                date=result_date(results),
-                source_url=source.url if source else None,
-                source_name=source.name if source else None,
-                source_user=source.user if source else None,
-                notes=f"agentic episodes; pass^k with k={summary['trials']}; setting={setting}; "
-                      f"episodes={summary['episodes']}; backend={results['model'].get('backend')}",
-            )
-        )
+        entries.append(result_entry(
+            results, dataset_id=dataset_id, task_id=AGENTIC_TASKS[agentic_task_id(level, setting)].id, value=value,
+            dataset_revision=dataset_revision, source=source,
+            notes=f"agentic episodes; pass^k with k={summary['trials']}; setting={setting}; "
+            f"episodes={summary['episodes']}; backend={results['model'].get('backend')}",
+        ))
     return entries
 
 

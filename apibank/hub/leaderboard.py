@@ -28,6 +28,7 @@ from typing import Any, Mapping, Sequence
 from apibank.files import atomic_write_text
 from apibank.hub.ids import check_repo_id
 from apibank.hub.result_files import (
+    result_entry,
     DATASET_DIR,
     EVAL_RESULTS_DIR,
     MODEL_DIR,
@@ -36,7 +37,6 @@ from apibank.hub.result_files import (
     check_complete,
     publishing_note,
     remove_result_files,
-    result_date,
     write_result_file,
 )
 from apibank.hub.tasks import BENCHMARK_NAME, FULL_COUNTS, METRIC_TYPES, TASKS, write_eval_yaml
@@ -114,8 +114,6 @@ def eval_result_entries(
     source: ResultSource | None = None,
 ):
     """The ``.eval_results`` entries of one variant (``protocol`` x the run's prompt format)."""
-    from huggingface_hub import EvalResultEntry
-
     check_complete(subset_reason(results))
     fmt = prompt_format(results)
     entries = []
@@ -123,19 +121,11 @@ def eval_result_entries(
         value = task_value(results["scores"], protocol, task.config, task.kind)
         if value is None:
             continue
-        entries.append(
-            EvalResultEntry(
-                dataset_id=dataset_id,
-                task_id=task.id,
-                value=value,
-                dataset_revision=dataset_revision,
-                date=result_date(results),
-                source_url=source.url if source else None,
-                source_name=source.name if source else None,
-                source_user=source.user if source else None,
-                notes=variant_notes(protocol, fmt),
-            )
-        )
+        entries.append(result_entry(
+            results, dataset_id=dataset_id, task_id=task.id, value=value,
+            dataset_revision=dataset_revision, source=source,
+            notes=variant_notes(protocol, fmt),
+        ))
     return entries
 
 

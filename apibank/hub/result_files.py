@@ -49,6 +49,32 @@ def result_date(results: Mapping[str, Any]) -> str:
     return results.get("date") or _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
+def result_entry(
+    results: Mapping[str, Any],
+    *,
+    dataset_id: str,
+    task_id: str,
+    value: float,
+    notes: str | None,
+    dataset_revision: str | None = None,
+    source: ResultSource | None = None,
+) -> Any:
+    """One ``huggingface_hub.EvalResultEntry`` of a run: its date, and the details' source when given."""
+    from huggingface_hub import EvalResultEntry
+
+    return EvalResultEntry(
+        dataset_id=dataset_id,
+        task_id=task_id,
+        value=value,
+        dataset_revision=dataset_revision,
+        date=result_date(results),
+        source_url=source.url if source else None,
+        source_name=source.name if source else None,
+        source_user=source.user if source else None,
+        notes=notes,
+    )
+
+
 def check_complete(reason: str | None) -> None:
     """Refuse results that are a subset (``reason`` says why they are)."""
     if reason:
