@@ -79,7 +79,8 @@ def transformers_generate(model, prompts, steps: int, pad_id: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data-dir", default=None, help="local copy of the upstream API-Bank folder")
+    parser.add_argument("--data-dir", default=str(Path(__file__).resolve().parents[2] / "shared" / "apibank-upstream"),
+                        help="local copy of the upstream API-Bank folder (default: ../shared/apibank-upstream)")
     parser.add_argument("--model", default=None,
                         help="model id, folder or .gguf file; 'tiny' for a tiny random model (default: Gemma 3 270M GGUF)")
     parser.add_argument("--format", dest="fmt", default=DEFAULT_FORMAT, choices=FORMATS)

@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     timings = {}
     for name, model in (("before", base), ("after", str(tuned))):
         timings[name] = run([*apibank, "evaluate", "--model", model, "--format", "paper", "--levels", *LEVELS,
-                             "--data-dir", args.data_dir, "--output", str(work / name), "--no-progress",
+                             "--data-dir", args.data_dir, "--output", str(work / name), "--quiet",
                              *args.evaluate_args.split()])
     training["evaluate_seconds"] = {name: round(seconds, 1) for name, seconds in timings.items()}
 
