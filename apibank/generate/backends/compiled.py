@@ -19,7 +19,7 @@ import time
 from typing import Any, Callable, Sequence
 
 from apibank.errors import UsageError
-from apibank.generate.backends.decoding import RowOutput, _cache_argument, left_padded
+from apibank.generate.backends.decoding import RowOutput, _cache_argument, left_padded, take_tokens
 
 CACHE_STEP = 256  # cache lengths are rounded up to a multiple of this (fewer shapes, fewer compilations)
 
@@ -116,19 +116,7 @@ class CompiledDecoder:
             live = [True] * n
             step = 0
             while True:
-                for row in range(n):
-                    if not live[row]:
-                        continue
-                    token, out = host[row], outputs[row]
-                    if token in self.eos_ids:
-                        out.finish_reason, live[row] = "eos", False
-                        continue
-                    out.ids.append(token)
-                    if should_stop is not None and should_stop(row, out.ids):
-                        out.finish_reason, live[row] = "stop", False
-                    elif len(out.ids) >= budgets[row]:
-                        live[row] = False
-                alive = sum(live)
+                alive = take_tokens(host, range(n), live, outputs, self.eos_ids, should_stop, budgets)
                 if alive == 0:
                     break
                 started = time.perf_counter()

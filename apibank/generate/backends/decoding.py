@@ -66,6 +66,26 @@ def left_padded(prompts: Sequence[list[int]], pad_id: int, device):
     return ids.to(device), mask.to(device), positions.to(device)
 
 
+def take_tokens(host: Sequence[int], members: Sequence[int], live: list[bool], outputs: Sequence[RowOutput],
+                eos_ids: set[int] | Sequence[int], should_stop: Callable[[int, list[int]], bool] | None,
+                budgets: Sequence[int]) -> int:
+    """One decode step's tokens (``host[position]`` for row ``members[position]``) added to the live rows'
+    outputs; a row ends at EOS (not kept), at a stop, or at its budget. Returns how many rows stay live."""
+    for position, row in enumerate(members):
+        if not live[position]:
+            continue
+        token, out = host[position], outputs[row]
+        if token in eos_ids:
+            out.finish_reason, live[position] = "eos", False
+            continue
+        out.ids.append(token)
+        if should_stop is not None and should_stop(row, out.ids):
+            out.finish_reason, live[position] = "stop", False
+        elif len(out.ids) >= budgets[row]:
+            live[position] = False
+    return sum(live)
+
+
 class GreedyDecoder:
     """Greedy decoding of token-id prompts with ``model``; keeps the last prompt's cache for reuse."""
 
@@ -196,20 +216,7 @@ class GreedyDecoder:
             live = [True] * n
             length = width
             while True:
-                for position, row in enumerate(members):
-                    if not live[position]:
-                        continue
-                    token = host[position]
-                    out = outputs[row]
-                    if token in self.eos_ids:
-                        out.finish_reason, live[position] = "eos", False
-                        continue
-                    out.ids.append(token)
-                    if should_stop is not None and should_stop(row, out.ids):
-                        out.finish_reason, live[position] = "stop", False
-                    elif len(out.ids) >= budgets[row]:
-                        live[position] = False
-                alive = sum(live)
+                alive = take_tokens(host, members, live, outputs, self.eos_ids, should_stop, budgets)
                 if alive == 0:
                     break
                 if alive <= len(members) * self.compact_at:
