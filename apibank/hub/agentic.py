@@ -8,24 +8,23 @@ reports and with a ``--dataset-id`` (:mod:`apibank.hub.result_files`).
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from apibank.files import LEADERBOARD_DIR, RESULTS_FILE
+from apibank.files import LEADERBOARD_DIR
 from apibank.hub.ids import check_repo_id
 from apibank.hub.result_files import (
-    result_entry,
     DATASET_DIR,
     EVAL_RESULTS_DIR,
     MODEL_DIR,
     VARIANT_PREFIX,
     ResultSource,
-    SubsetRun,
     check_complete,
     publishing_note,
     remove_result_files,
+    result_entry,
+    results_to_push,
     write_result_file,
 )
 from apibank.benchmark import EPISODE_COUNTS
@@ -130,13 +129,8 @@ def publish_agentic(
     from apibank.hub.details import hub_dataset_revision
     from apibank.hub.push import push_to_hub
 
-    check_repo_id(model_repo, "the model repository")
-    check_repo_id(dataset_id, "the benchmark dataset id (--dataset-id)")
     output_dir = Path(output_dir)
-    results = json.loads((output_dir / RESULTS_FILE).read_text("utf-8"))
-    reason = agentic_subset_reason(results)
-    if reason:
-        raise SubsetRun(f"a subset run is never pushed to the Hub: {reason}")
+    results = results_to_push(output_dir, model_repo, dataset_id, agentic_subset_reason)
     api = api or HfApi(token=token)
     revision = dataset_revision or hub_dataset_revision(api, dataset_id)
     write_agentic_leaderboard_files(results, output_dir / LEADERBOARD_DIR, dataset_id=dataset_id,

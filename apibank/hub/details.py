@@ -204,15 +204,10 @@ def publish(
 
     from apibank.hub.leaderboard import subset_reason, write_leaderboard_files
     from apibank.hub.push import push_to_hub
-    from apibank.hub.result_files import ResultSource, SubsetRun
+    from apibank.hub.result_files import ResultSource, results_to_push
 
-    check_repo_id(model_repo, "the model repository")
-    check_repo_id(dataset_id, "the benchmark dataset id (--dataset-id)")
     output_dir = Path(output_dir)
-    results = json.loads((output_dir / RESULTS_FILE).read_text("utf-8"))
-    reason = subset_reason(results)
-    if reason:
-        raise SubsetRun(f"a subset run is never pushed to the Hub: {reason}")
+    results = results_to_push(output_dir, model_repo, dataset_id, subset_reason)
     api = api or HfApi(token=token)
     details_repo = details_repo or default_details_repo(model_repo)
     url = push_details(write_details_dataset(output_dir, dataset_id), details_repo, api=api, private=private_details)

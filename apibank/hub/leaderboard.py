@@ -28,7 +28,6 @@ from typing import Any, Mapping, Sequence
 from apibank.files import atomic_write_text
 from apibank.hub.ids import check_repo_id
 from apibank.hub.result_files import (
-    result_entry,
     DATASET_DIR,
     EVAL_RESULTS_DIR,
     MODEL_DIR,
@@ -37,6 +36,7 @@ from apibank.hub.result_files import (
     check_complete,
     publishing_note,
     remove_result_files,
+    result_entry,
     write_result_file,
 )
 from apibank.hub.tasks import BENCHMARK_NAME, FULL_COUNTS, METRIC_TYPES, TASKS, write_eval_yaml

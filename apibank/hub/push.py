@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from apibank.hub.ids import check_repo_id
-from apibank.hub.leaderboard import DEFAULT_FORMAT
+from apibank.benchmark import DEFAULT_FORMAT
 from apibank.hub.result_files import DATASET_DIR, EVAL_RESULTS_DIR, MODEL_DIR, result_files
 from apibank.hub.tasks import EVAL_YAML_FILE
 

@@ -16,13 +16,14 @@ removed, and :func:`publishing_note` says why none was written.
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from apibank.errors import UserError
-from apibank.files import atomic_write_text
+from apibank.files import RESULTS_FILE, atomic_write_text
 from apibank.hub.ids import check_repo_id
 from apibank.hub.tasks import declared_task_ids, dump_yaml
 
@@ -73,6 +74,18 @@ def result_entry(
         source_user=source.user if source else None,
         notes=notes,
     )
+
+
+def results_to_push(output_dir: Path, model_repo: str, dataset_id: str,
+                    subset_reason: Callable[[Mapping[str, Any]], str | None]) -> dict[str, Any]:
+    """A run folder's results.json, once the ids are valid and the run is no subset (which is never pushed)."""
+    check_repo_id(model_repo, "the model repository")
+    check_repo_id(dataset_id, "the benchmark dataset id (--dataset-id)")
+    results = json.loads((output_dir / RESULTS_FILE).read_text("utf-8"))
+    reason = subset_reason(results)
+    if reason:
+        raise SubsetRun(f"a subset run is never pushed to the Hub: {reason}")
+    return results
 
 
 def check_complete(reason: str | None) -> None:
