@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import sys
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable
@@ -291,10 +292,21 @@ def finetune(request: Request, log=print) -> dict[str, Any]:
     summary = {"status": "complete", "lora": lora, "samples": len(rows.rows), "available": rows.available,
                "too_long": rows.too_long, "conversion": rows.conversion, "steps": result.global_step,
                "train_loss": round(float(result.training_loss), 4), "seconds": round(time.monotonic() - started, 1),
+               "peak_rss_mib": peak_rss_mib(),
                "evaluate_with": f"apibank evaluate --model {output} --format {EVALUATION_FORMAT[request.format]}"}
     write_manifest(output, request, **summary)
     shutil.rmtree(checkpoints, ignore_errors=True)
     return summary
+
+
+def peak_rss_mib() -> int | None:
+    """This process's peak resident memory so far, in MiB (None where the platform does not say)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (1024 * 1024 if sys.platform == "darwin" else 1024))  # bytes on macOS, KiB on Linux
 
 
 def parse_levels(values: Iterable[str] | None, known: Iterable[int]) -> tuple[int, ...]:
