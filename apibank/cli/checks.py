@@ -13,11 +13,6 @@ from apibank.errors import OutputError, UsageError, require_extra
 
 
 # ------------------------------------------------------------------------------------ models
-def looks_like_path(model: str) -> bool:
-    """A name that can only be a local path (a Hub id is ``name`` or ``org/name``)."""
-    return model.startswith((".", "/", "~")) or model.endswith((".gguf", "/")) or model.count("/") > 1 or "\\" in model
-
-
 _GGUF_SCALARS = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}  # value type -> bytes
 _GGUF_STRING, _GGUF_ARRAY = 8, 9
 
@@ -117,26 +112,17 @@ def check_model(model: str, backend: str, revision: str | None) -> dict[str, Any
     installed, before anything heavy runs."""
     if backend == "openai" or model == "oracle":
         return {"kind": "remote"}
+    from apibank.generate.backends.loading import resolve_model
+
     check_extras(backend, model.endswith(".gguf"))
-    path = Path(model).expanduser()
-    if path.exists():
-        if path.is_file():
-            if path.suffix != ".gguf":
-                raise UsageError(f"--model {model}: a file, but not a .gguf file; give a model folder, a .gguf "
-                                 "file or a Hub model id")
-            with path.open("rb") as handle:
-                if handle.read(4) != b"GGUF":
-                    raise UsageError(f"--model {model}: not a GGUF file (it does not start with 'GGUF')")
-            return {"kind": "gguf", "path": path}
+    source = resolve_model(model)
+    if source.kind == "gguf":
+        return {"kind": "gguf", "path": Path(source.label)}
+    if source.kind == "folder":
+        path = Path(source.location)
         if not (path / "config.json").is_file():
-            if not list(path.glob("*.gguf")):
-                raise UsageError(f"--model {model}: the folder holds no model (no config.json); give the folder "
-                                 "that save_pretrained wrote, a .gguf file or a Hub model id")
             check_extras(backend, gguf=True)
         return {"kind": "folder", "path": path}
-    if looks_like_path(model):
-        raise UsageError(f"--model {model}: no such file or folder; check the path (a Hub model id has the "
-                         "form 'org/name')")
     from huggingface_hub.utils import HFValidationError, validate_repo_id
 
     try:

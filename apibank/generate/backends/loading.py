@@ -19,11 +19,12 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from apibank.benchmark import GGUF_CACHE_ENV
-from apibank.errors import require_extra
+from apibank.errors import UsageError, require_extra
 
 
 @dataclass(frozen=True)
@@ -33,21 +34,44 @@ class ModelSource:
     kind: str
     location: str
     gguf_file: str | None = None
-    sha256: str | None = None  # of the GGUF file
 
     @property
     def label(self) -> str:
         return str(Path(self.location) / self.gguf_file) if self.gguf_file else self.location
 
+    @cached_property
+    def sha256(self) -> str | None:
+        """The GGUF file's SHA-256 (it keys the conversion cache); read on first use, since hashing
+        a large file is not free and validating ``--model`` does not need it."""
+        return file_sha256(Path(self.location) / self.gguf_file) if self.gguf_file else None
+
+
+def looks_like_path(model: str) -> bool:
+    """A name that can only be a local path (a Hub id is ``name`` or ``org/name``)."""
+    return model.startswith((".", "/", "~")) or model.endswith((".gguf", "/")) or model.count("/") > 1 or "\\" in model
+
 
 def resolve_model(model: str) -> ModelSource:
+    """What a ``--model`` string names: a GGUF file, a model folder (``save_pretrained``'s, or one
+    holding a GGUF file) or, for anything else, a Hub id. A local path that holds no model raises
+    :class:`UsageError`; whether a Hub id exists is the caller's question (it may need the network)."""
     path = Path(model).expanduser()
-    if model.lower().endswith(".gguf"):
-        if not path.is_file():
-            raise FileNotFoundError(f"--model {model}: no such GGUF file")
-        return ModelSource("gguf", str(path.resolve().parent), path.name, file_sha256(path))
+    if path.is_file():
+        if path.suffix.lower() != ".gguf":
+            raise UsageError(f"--model {model}: a file, but not a .gguf file; give a model folder, a .gguf "
+                             "file or a Hub model id")
+        with path.open("rb") as handle:
+            if handle.read(4) != b"GGUF":
+                raise UsageError(f"--model {model}: not a GGUF file (it does not start with 'GGUF')")
+        return ModelSource("gguf", str(path.resolve().parent), path.name)
     if path.is_dir():
+        if not (path / "config.json").is_file() and not list(path.glob("*.gguf")):
+            raise UsageError(f"--model {model}: the folder holds no model (no config.json); give the folder "
+                             "that save_pretrained wrote, a .gguf file or a Hub model id")
         return ModelSource("folder", str(path))
+    if looks_like_path(model):
+        raise UsageError(f"--model {model}: no such file or folder; check the path (a Hub model id has the "
+                         "form 'org/name')")
     return ModelSource("hub", model)
 
 
@@ -179,9 +203,9 @@ def prepare_gguf_folder(
     """``out`` holding the GGUF file's tokenizer (with ``chat_template`` when given: a base model such as
     Gemma 3 270M ships none) and, with ``link_gguf``, a link to the GGUF file (a copy where links are not
     allowed), so that ``model_path=out, gguf_file=NAME`` finds both. Returns ``out``."""
-    source = resolve_model(str(gguf))
-    if source.kind != "gguf":
+    if not (Path(gguf).is_file() and Path(gguf).suffix.lower() == ".gguf"):
         raise ValueError(f"{gguf}: not a .gguf file")
+    source = resolve_model(str(gguf))
     tokenizer = gguf_tokenizer(source)
     if chat_template is not None:
         tokenizer.chat_template = chat_template
