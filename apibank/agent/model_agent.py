@@ -25,7 +25,7 @@ from typing import Any, Sequence
 from apibank.agent.agents import Step, ToolCall
 from apibank.data.episodes import Episode
 from apibank.generate.backends import Backend, Completion, DecodingSettings
-from apibank.generate.conversation import Conversation, chat_conversation
+from apibank.generate.conversation import Conversation, call_with_object_arguments, chat_conversation
 from apibank.generate.runner import usage_of
 from apibank.generate.stops import cut_at_stop
 from apibank.generate.templates import TemplateRefusal
@@ -48,15 +48,6 @@ class AgentSetupError(ValueError):
     """A model agent that cannot run as asked (a format the model cannot take, a bad option)."""
 
 
-def _loads(text: Any) -> Any:
-    if not isinstance(text, str):
-        return text
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
-
-
 def text_prompt(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
     """A plain transcript with the tools' JSON schemas, for models without a (tool-capable) chat template."""
     lines: list[str] = []
@@ -72,8 +63,8 @@ def text_prompt(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> 
         elif role == "assistant":
             calls = message.get("tool_calls") or []
             if calls:
-                for call in calls:
-                    shown = {"name": call["function"]["name"], "arguments": _loads(call["function"]["arguments"])}
+                for call in map(call_with_object_arguments, calls):
+                    shown = {"name": call["function"]["name"], "arguments": call["function"]["arguments"]}
                     lines.append("Assistant: " + json.dumps(shown, ensure_ascii=False))
             else:
                 lines.append(f"Assistant: {message['content']}")
@@ -117,8 +108,8 @@ class ModelDriver:
     def _probe(self) -> Conversation:
         tools = [{"type": "function", "function": {"name": "Probe", "description": "probe",
                                                    "parameters": {"type": "object", "properties": {}}}}]
-        return Conversation("probe", 3, "api", "tools", [{"role": "system", "content": "s"},
-                                                         {"role": "user", "content": "u"}], tools=tools)
+        return chat_conversation([{"role": "system", "content": "s"}, {"role": "user", "content": "u"}], tools,
+                                 conversation_id="probe", level=3)
 
     def _resolve_native(self, tool_format: str) -> bool:
         if tool_format == "text":

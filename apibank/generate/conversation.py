@@ -196,13 +196,14 @@ def chat_conversation(
     normalised = []
     for message in messages:
         if message.get("tool_calls"):
-            message = {**message, "tool_calls": [_call_with_object_arguments(call) for call in message["tool_calls"]]}
+            message = {**message, "tool_calls": [call_with_object_arguments(call) for call in message["tool_calls"]]}
         normalised.append(message)
     return Conversation(row_id=conversation_id, level=level, kind=kind, format="tools" if tools else "chat",
                         messages=normalised, tools=list(tools) if tools else None)
 
 
-def _call_with_object_arguments(call: Mapping[str, Any]) -> dict[str, Any]:
+def call_with_object_arguments(call: Mapping[str, Any]) -> dict[str, Any]:
+    """An OpenAI-style tool call whose arguments, when sent as JSON text of an object, are that object."""
     function = dict(call.get("function") or {})
     arguments = function.get("arguments")
     if isinstance(arguments, str):
