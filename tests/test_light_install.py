@@ -147,6 +147,8 @@ def _error_line(capsys, command: str) -> str:
     (["agent", "--model", "model.gguf", "--levels", "3"], ("gguf",), "gguf"),
     (["agent", "--model", "org/name", "--levels", "3", "--backend", "vllm"], ("vllm",), "vllm"),
     (["agent", "--model", "org/name", "--levels", "3"], ("torch",), "torch"),
+    (["finetune", "--model", "org/name"], ("trl",), "train"),
+    (["finetune", "--model", "org/name"], ("peft", "accelerate"), "train"),
 ])
 def test_a_command_names_the_extra_it_misses_before_any_work(argv, hidden, extra, data_dir, tmp_path, capsys,
                                                                monkeypatch):

@@ -44,16 +44,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def check_train_extra() -> None:
-    from apibank.errors import UsageError
+    from apibank.errors import require_extra
 
-    missing = []
-    for module in TRAIN_EXTRA:
-        try:
-            __import__(module)
-        except ImportError:
-            missing.append(module)
-    if missing:
-        raise UsageError(f"fine-tuning needs {', '.join(missing)}: pip install 'apibank[train]'")
+    require_extra("train", TRAIN_EXTRA, "fine-tuning")
 
 
 def check_levels(args: argparse.Namespace) -> tuple[int, ...]:
