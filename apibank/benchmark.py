@@ -42,6 +42,9 @@ TEMPLATE_MODES = ("auto", "on", "off")
 SETTINGS = ("searcher", "all-tools")
 DEFAULT_SETTING = "searcher"
 
+# The two kinds of test row: an API call to predict, or a response to the user to write.
+SAMPLE_KINDS = ("api", "response")
+
 # Samples per level of the test split: API-call rows and response rows.
 FULL_COUNTS = {
     "level-1": {"api": 399, "response": 375},
@@ -93,6 +96,6 @@ def normalise_levels(levels: Iterable[str | int] | None) -> list[str]:
 __all__ = [
     "BENCHMARK_NAME", "CACHE_ENV", "CITATION", "DATA_DIR_ENV", "DEFAULT_FORMAT", "DEFAULT_PROTOCOL",
     "DEFAULT_SETTING", "EPISODE_COUNTS", "FORMATS", "FULL_COUNTS", "GGUF_CACHE_ENV", "HOMEPAGE",
-    "JUDGE_MEMORY_MB", "JUDGE_TIMEOUT_S", "LEVELS", "LEVEL_NUMBERS", "normalise_levels", "PROTOCOL_DESCRIPTIONS", "PROTOCOLS", "SEARCHER", "SETTINGS",
+    "JUDGE_MEMORY_MB", "JUDGE_TIMEOUT_S", "LEVELS", "LEVEL_NUMBERS", "normalise_levels", "PROTOCOL_DESCRIPTIONS", "PROTOCOLS", "SAMPLE_KINDS", "SEARCHER", "SETTINGS",
     "TEMPLATE_MODES", "TOOLSETS", "UPSTREAM_URL_ENV",
 ]

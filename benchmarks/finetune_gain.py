@@ -8,8 +8,10 @@ Steps (each is skipped when its output is already there, so an interrupted run i
 same command):
 1. ``apibank finetune --model GEMMA.gguf --output WORK/model --format paper`` (its manifest records
    training time, samples, steps, loss and peak memory);
-2. ``apibank evaluate`` of the base (``WORK/before``) and of the fine-tuned model (``WORK/after``),
-   every row of levels 1 and 3, each with its 95% dialogue-bootstrap intervals in ``results.json``;
+2. ``apibank evaluate --kinds api`` of the base (``WORK/before``) and of the fine-tuned model
+   (``WORK/after``): every API-call row of levels 1 and 3 (the API splits, 399 and 245 rows; the
+   response rows are left out, so each run is marked a subset), with 95% dialogue-bootstrap
+   intervals in ``results.json``;
 3. ``apibank compare WORK/before WORK/after`` (paired differences with their intervals and the exact
    McNemar / sign-test p-values), summarised with the training figures and what the fine-tuned model
    still gets wrong, by error category, in ``WORK/gain.md`` and ``WORK/gain.json``.
@@ -110,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{work / name} is already evaluated", flush=True)
             continue
         run([*APIBANK, "evaluate", "--model", model, "--format", "paper", "--levels", *LEVELS,
-             "--data-dir", args.data_dir, "--output", str(work / name), "--quiet", *args.evaluate_args.split()])
+             "--kinds", "api", "--allow-subset", "--data-dir", args.data_dir, "--output", str(work / name), "--quiet",
+             *args.evaluate_args.split()])
     results = {name: json.loads((work / name / "results.json").read_text(encoding="utf-8"))
                for name in ("before", "after")}
     training["evaluate_seconds"] = {name: (r.get("usage") or {}).get("wall_seconds") for name, r in results.items()}

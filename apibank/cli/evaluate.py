@@ -10,7 +10,7 @@ import json
 import re
 from pathlib import Path
 
-from apibank.benchmark import DEFAULT_PROTOCOL, FORMATS, PROTOCOLS, TEMPLATE_MODES
+from apibank.benchmark import DEFAULT_PROTOCOL, FORMATS, PROTOCOLS, SAMPLE_KINDS, TEMPLATE_MODES
 from apibank.cli.checks import UsageError
 from apibank.generate.backends import BACKENDS
 from apibank.cli.flags import add_levels, add_output, add_overwrite, add_quiet, checked_levels, show_progress
@@ -27,8 +27,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="at most N API-call rows and N response rows per level (a quick subset: scores, "
                         "details and report are written and marked as a subset; leaderboard files under the "
                         "official task ids and pushes are refused)")
+    parser.add_argument("--kinds", nargs="+", choices=SAMPLE_KINDS, default=None, metavar="KIND",
+                        help="only these kinds of row: api (the API calls) and/or response (the answers to the "
+                        "user); default both. One kind alone is a subset, like --limit")
     parser.add_argument("--allow-subset", action="store_true",
-                        help="acknowledge that a --limit run is a subset (silences the warning)")
+                        help="acknowledge that a --limit or --kinds run is a subset (silences the warning)")
     add_output(parser, "output folder (default: apibank-results/<model>-<format>)")
     parser.add_argument("--data-dir", default=None, help="local copy of the upstream API-Bank folder (default: download)")
     add_overwrite(parser, "discard earlier predictions instead of resuming")
@@ -98,6 +101,11 @@ def hub_id(flag: str):
     return parse
 
 
+def one_kind(args: argparse.Namespace) -> bool:
+    """``--kinds`` names one kind of row only (a subset of every level)."""
+    return bool(getattr(args, "kinds", None)) and set(args.kinds) != set(SAMPLE_KINDS)
+
+
 def push_target(args: argparse.Namespace) -> str | None:
     """The model repository to push to (None without --push-to-hub), checked before any work is done
     (``apibank evaluate`` and ``apibank agent``)."""
@@ -107,8 +115,8 @@ def push_target(args: argparse.Namespace) -> str | None:
         if getattr(args, "push_eval_yaml", None) or getattr(args, "details_repo", None):
             raise UsageError("--push-eval-yaml and --details-repo go with --push-to-hub")
         return None
-    if args.limit is not None:
-        raise UsageError("a --limit subset is never pushed to the Hub")
+    if args.limit is not None or one_kind(args):
+        raise UsageError("a --limit or --kinds subset is never pushed to the Hub")
     if not args.dataset_id:
         raise UsageError("--push-to-hub needs --dataset-id NAMESPACE/NAME, the benchmark's Hub "
                          "dataset (the repository holding eval.yaml)")
@@ -222,8 +230,9 @@ def run(args: argparse.Namespace) -> int:
     output = Path(args.output) if args.output else default_output(args.model, fmt)
     kept = check_arguments(args, fmt, output)
     repo = push_target(args)
-    if args.limit is not None and not args.allow_subset:
-        print(f"apibank evaluate: warning: --limit {args.limit} scores a subset of the benchmark: its results are "
+    if (args.limit is not None or one_kind(args)) and not args.allow_subset:
+        asked = f"--limit {args.limit}" if args.limit is not None else "--kinds " + " ".join(args.kinds)
+        print(f"apibank evaluate: warning: {asked} scores a subset of the benchmark: its results are "
               "marked as a subset and never written or pushed under the official task ids (--allow-subset "
               "silences this warning)", file=sys.stderr)
     if kept:
@@ -271,6 +280,7 @@ def _evaluate(evaluate, args: argparse.Namespace, fmt: str, output: Path) -> dic
         fmt=fmt,
         backend=args.backend,
         limit=args.limit,
+        kinds=args.kinds,
         output_dir=output,
         data_dir=args.data_dir,
         batch_size=args.batch_size,

@@ -40,7 +40,7 @@ from apibank.hub.result_files import (
     write_result_file,
 )
 from apibank.hub.tasks import BENCHMARK_NAME, FULL_COUNTS, METRIC_TYPES, TASKS, write_eval_yaml
-from apibank.benchmark import DEFAULT_FORMAT, DEFAULT_PROTOCOL, LEVELS, PROTOCOLS
+from apibank.benchmark import DEFAULT_FORMAT, DEFAULT_PROTOCOL, LEVELS, PROTOCOLS, SAMPLE_KINDS
 
 
 # ---------------------------------------------------------------------------------------- values
@@ -58,6 +58,9 @@ def subset_reason(results: Mapping[str, Any]) -> str | None:
     """Why ``results`` are not the whole benchmark for the levels they cover (None when they are)."""
     if results.get("limit"):
         return f"--limit {results['limit']} scored a subset of every level"
+    kinds = results.get("kinds")
+    if kinds and set(kinds) != set(SAMPLE_KINDS):
+        return f"--kinds {' '.join(kinds)} scored only those rows of every level"
     for level, cell in (results.get("counts") or {}).items():
         full = FULL_COUNTS.get(level)
         if full is None:

@@ -114,6 +114,7 @@ def evaluate(
     fmt: str = "chat",
     backend: str | Backend = "transformers",
     limit: int | None = None,
+    kinds: Sequence[str] | None = None,
     output_dir: str | os.PathLike[str] = "apibank-results",
     data_dir: str | os.PathLike[str] | None = None,
     batch_size: int = 8,
@@ -135,13 +136,14 @@ def evaluate(
 
     ``max_new_tokens`` caps every answer; below it, each level's API calls and responses get a budget
     sized from that level's gold answers (all rows of the level, so a ``limit`` subset decodes as the
-    full run does). ``price_per_mtok`` (``"IN,OUT"``) adds a cost to the usage totals."""
+    full run does). ``kinds`` (``"api"``, ``"response"``) keeps only those rows: a subset, like ``limit``.
+    ``price_per_mtok`` (``"IN,OUT"``) adds a cost to the usage totals."""
     import time
 
     price = parse_price(price_per_mtok) if isinstance(price_per_mtok, str) else price_per_mtok
     output_dir = Path(output_dir)
     level_rows = list(rows) if rows is not None else load_rows(levels, data_dir)
-    rows = limit_rows(level_rows, limit)
+    rows = limit_rows(level_rows, limit, kinds)
     predictions_path = output_dir / PREDICTIONS_FILE
     engine = backend if isinstance(backend, Backend) else make_backend(model, backend, **dict(backend_options or {}))
     output_dir.mkdir(parents=True, exist_ok=True)  # only once the model loaded: no empty folder after a failure
@@ -162,7 +164,7 @@ def evaluate(
     scores = score_records(records, rows, protocols=protocols, data_dir=data_dir, progress=progress)
     results = build_results(
         scores, rows, model_info=info, fmt=fmt, decoding=settings.as_dict(), batch_size=batch_size, limit=limit,
-        icl=icl, dataset_id=dataset_id, subset=len(rows) < len(level_rows),
+        kinds=kinds, icl=icl, dataset_id=dataset_id, subset=len(rows) < len(level_rows),
         usage=usage_totals(records, price_per_mtok=price, wall_seconds=wall, compile_seconds=info.get("compile_seconds")),
     )
     if template is not None:  # the chat template used and each adaptation it needed
@@ -213,7 +215,7 @@ def score_file(
     results = build_results(
         scores, rows, model_info=info, fmt=run.get("format", first.get("format")),
         decoding=run.get("decoding", first.get("decoding")), batch_size=run.get("batch_size"),
-        limit=run.get("limit"), icl=bool(run.get("icl", False)), dataset_id=dataset_id,
+        limit=run.get("limit"), kinds=run.get("kinds"), icl=bool(run.get("icl", False)), dataset_id=dataset_id,
         usage=usage_totals(records, price_per_mtok=(price["prompt"], price["generated"]) if price else None,
                            wall_seconds=previous_usage.get("wall_seconds")),
         subset=bool(run.get("subset")) or len(rows) < len(level_rows),

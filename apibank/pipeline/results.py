@@ -8,7 +8,7 @@ import json
 from typing import Any, Mapping, Sequence
 
 from apibank.files import DETAILS_FILE, PREDICTIONS_FILE, REPORT_FILE
-from apibank.benchmark import LEVELS, PROTOCOLS
+from apibank.benchmark import LEVELS, PROTOCOLS, SAMPLE_KINDS
 from apibank.report.annotate import annotate_scores
 from apibank.report.table import format_table
 
@@ -117,6 +117,7 @@ def build_results(
     decoding: Mapping[str, Any] | None,
     batch_size: int | None,
     limit: int | None,
+    kinds: Sequence[str] | None = None,
     icl: bool = False,
     dataset_id: str | None = None,
     usage: Mapping[str, Any] | None = None,
@@ -138,7 +139,8 @@ def build_results(
         "decoding": dict(decoding or {}),
         "batch_size": batch_size,
         "limit": limit,
-        "subset": bool(limit) if subset is None else subset,
+        "kinds": sorted(kinds) if kinds else list(SAMPLE_KINDS),
+        "subset": bool(limit or (kinds and set(kinds) != set(SAMPLE_KINDS))) if subset is None else subset,
         "levels": sorted({f"level-{row['level']}" for row in rows}),
         "counts": counts(rows),
         "dataset": {"id": dataset_id, "upstream_revision": _revision(scores, rows), "split": "test"},
@@ -153,12 +155,22 @@ def build_results(
     }
 
 
+def subset_flags(results: Mapping[str, Any]) -> str:
+    """What made a run a subset, as the flags that asked for it (``--limit 5 --kinds api``)."""
+    flags = []
+    if results.get("limit"):
+        flags.append(f"--limit {results['limit']}")
+    kinds = results.get("kinds") or list(SAMPLE_KINDS)
+    if set(kinds) != set(SAMPLE_KINDS):
+        flags.append("--kinds " + " ".join(kinds))
+    return " ".join(flags) or "some rows"
+
+
 def results_table(results: Mapping[str, Any]) -> str:
     model = results.get("model", {})
     title = (
         f"API-Bank: model={model.get('id')} format={results.get('format')} backend={model.get('backend')}"
-        + (f" (subset: --limit {results['limit']})" if results.get("limit") else
-           " (subset)" if results.get("subset") else "")
+        + (f" (subset: {subset_flags(results)})" if results.get("subset") else "")
     )
     table = format_table(results["scores"], results.get("levels") or LEVELS, title=title)
     line = usage_line(results.get("usage") or {})

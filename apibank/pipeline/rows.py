@@ -1,4 +1,5 @@
-"""The benchmark rows a run scores: levels by name or number, a ``--limit`` subset, the level of a row id."""
+"""The benchmark rows a run scores: levels by name or number, a ``--limit`` or ``--kinds`` subset, the level of a
+row id."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import re
 from collections import Counter
 from typing import Any, Iterable, Mapping
 
-from apibank.benchmark import LEVELS, normalise_levels
+from apibank.benchmark import LEVELS, SAMPLE_KINDS, normalise_levels
 
 
 def load_rows(
@@ -25,13 +26,18 @@ def load_rows(
     return limit_rows(rows, limit)
 
 
-def limit_rows(rows: Iterable[Mapping[str, Any]], limit: int | None) -> list[Any]:
-    """The first ``limit`` API-call rows and the first ``limit`` response rows of each level (all with None)."""
+def limit_rows(rows: Iterable[Mapping[str, Any]], limit: int | None,
+               kinds: Iterable[str] | None = None) -> list[Any]:
+    """The rows of ``kinds`` (all with None), at most ``limit`` of each kind per level (all with None)."""
+    wanted = set(SAMPLE_KINDS if kinds is None else kinds)
+    unknown = wanted - set(SAMPLE_KINDS)
+    if unknown:
+        raise ValueError(f"unknown sample kind {sorted(unknown)[0]!r}; expected some of {', '.join(SAMPLE_KINDS)}")
     taken: Counter = Counter()
     kept = []
     for row in rows:
         key = (row["level"], row["kind"])
-        if limit is not None and taken[key] >= limit:
+        if row["kind"] not in wanted or (limit is not None and taken[key] >= limit):
             continue
         taken[key] += 1
         kept.append(row)

@@ -85,6 +85,26 @@ def test_oracle_prints_the_gold_ceilings(data_dir, tmp_path, capsys):
     assert len(predictions) == 1307 and all(p["model"] == "oracle" for p in predictions)
 
 
+def test_kinds_api_scores_every_api_row_as_a_subset(data_dir, tmp_path, capsys):
+    out = tmp_path / "api-only"
+    assert apibank_cli.main(["evaluate", "--model", "oracle", "--levels", "1", "3", "--kinds", "api", "--data-dir",
+                             str(data_dir), "--output", str(out), "--dataset-id", DATASET_ID, "--quiet"]) == 0
+    captured = capsys.readouterr()
+    assert "--kinds api scores a subset" in captured.err and "(subset: --kinds api)" in captured.out
+    results = _check_outputs(out)
+    assert results["counts"] == {"level-1": {"api": 399, "response": 0}, "level-3": {"api": 245, "response": 0}}
+    assert results["kinds"] == ["api"] and results["subset"] is True
+    paper = results["scores"]["paper"]
+    assert paper["level-3"]["api"]["correct"] == 230 and paper["level-3"]["dialogues"]["correct"] == 40
+    assert not any((out / name).exists() for name in LEADERBOARD_FILES)  # never under the official task ids
+    assert {p["kind"] for p in read_predictions(out / "predictions.jsonl")} == {"api"}
+
+    assert apibank_cli.main(["evaluate", "--model", "oracle", "--kinds", "api", "--data-dir", str(data_dir),
+                             "--output", str(tmp_path / "pushed"), "--dataset-id", DATASET_ID,
+                             "--push-to-hub", "someone/model"]) == 2
+    assert "a --limit or --kinds subset is never pushed" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("fmt", ["paper", "chat", "tools"])
 def test_tiny_model_every_level(tiny_model, data_dir, tmp_path, capsys, fmt):
     out = tmp_path / fmt
