@@ -109,6 +109,6 @@ def run(args: argparse.Namespace) -> int:
                       recipe=recipe)
     output_state(request)  # another run's folder is refused before the model loads
     summary = finetune(request)
-    print(json.dumps({key: summary.get(key) for key in ("samples", "steps", "train_loss", "seconds", "lora",
-                                                         "evaluate_with") if key in summary}))
+    shown = ("samples", "steps", "train_loss", "seconds", "peak_rss_mib", "lora", "evaluate_with")
+    print(json.dumps({key: summary.get(key) for key in shown if key in summary}))
     return 0

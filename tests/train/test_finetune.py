@@ -77,6 +77,7 @@ def test_finetuned_folder_is_judged_by_evaluate(tiny_model, data_dir, tmp_path, 
     assert not list(output.glob("adapter_*"))  # merged into the base
     manifest = json.loads((output / MANIFEST).read_text())
     assert manifest["status"] == "complete" and manifest["levels"] == [3]
+    assert manifest["peak_rss_mib"] > 0 and manifest["seconds"] > 0
     results = tmp_path / "results"
     assert apibank_cli.main(["evaluate", "--model", str(output), "--format", "paper", "--levels", "1",
                              "--limit", "5", "--data-dir", str(data_dir), "--output", str(results),
