@@ -156,21 +156,22 @@ def build_results(
 
 
 def subset_flags(results: Mapping[str, Any]) -> str:
-    """What made a run a subset, as the flags that asked for it (``--limit 5 --kinds api``)."""
+    """The flags that made a run a subset (``--limit 5 --kinds api``); empty when none did."""
     flags = []
     if results.get("limit"):
         flags.append(f"--limit {results['limit']}")
     kinds = results.get("kinds") or list(SAMPLE_KINDS)
     if set(kinds) != set(SAMPLE_KINDS):
         flags.append("--kinds " + " ".join(kinds))
-    return " ".join(flags) or "some rows"
+    return " ".join(flags)
 
 
 def results_table(results: Mapping[str, Any]) -> str:
     model = results.get("model", {})
     title = (
         f"API-Bank: model={model.get('id')} format={results.get('format')} backend={model.get('backend')}"
-        + (f" (subset: {subset_flags(results)})" if results.get("subset") else "")
+        + ((f" (subset: {subset_flags(results)})" if subset_flags(results) else " (subset)") if results.get("subset")
+           else "")
     )
     table = format_table(results["scores"], results.get("levels") or LEVELS, title=title)
     line = usage_line(results.get("usage") or {})
