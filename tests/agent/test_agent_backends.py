@@ -3,11 +3,11 @@ tool calls (local server), a tiny transformers model through its chat template a
 template, and episodes stepped together giving the same results as one at a time."""
 
 from __future__ import annotations
+from support.local_endpoint import LocalEndpoint
 from support.paths import TEMPLATES_DIR
 
 import http.server
 import json
-import threading
 
 import pytest
 
@@ -20,7 +20,7 @@ from apibank.cli.main import main
 from apibank.generate.backends import make_backend
 
 
-class ScriptedEndpoint:
+class ScriptedEndpoint(LocalEndpoint):
     """``POST /v1/chat/completions`` answering with a recorded list of assistant messages."""
 
     def __init__(self, replies: list[dict]):
@@ -43,9 +43,7 @@ class ScriptedEndpoint:
                 self.end_headers()
                 self.wfile.write(payload)
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.listen(Handler)
 
 
 @pytest.fixture(scope="module")
@@ -58,12 +56,9 @@ def test_openai_compatible_endpoint_native_tool_calls_end_to_end(data_dir, gold,
     record = run_episode(OracleAgent(), episode, "searcher", gold)
     replies = [{"role": "assistant", "content": m["content"], **({"tool_calls": m["tool_calls"]} if m.get("tool_calls") else {})}
                for m in record["messages"] if m["role"] == "assistant"]
-    endpoint = ScriptedEndpoint(replies)
-    try:
+    with ScriptedEndpoint(replies) as endpoint:
         assert main(["agent", "--model", "served-model", "--base-url", endpoint.base_url, "--levels", "level-3",
                      "--setting", "searcher", "--limit", "1", "--data-dir", str(data_dir), "--output", str(tmp_path), "--json"]) == 0
-    finally:
-        endpoint.httpd.shutdown()
     figures = json.loads(capsys.readouterr().out)["level-3"]
     assert figures["succeeded"] == 1 and figures["episodes"] == 1
     first, later = endpoint.requests[0], endpoint.requests[-1]

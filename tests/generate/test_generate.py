@@ -26,6 +26,7 @@ from apibank.generate.conversation import FORMATS, history_call_text
 from apibank.generate.predictions import ResumeMismatch, read_predictions
 from apibank.generate.runner import finish
 from apibank.generate.stops import PAPER_STOPS, cut_at_stop, default_stops
+from support.local_endpoint import LocalEndpoint
 from support.tiny import build_tiny_model
 from apibank.generate.toolcalls import call_text, calls_from_message, calls_in_text
 from apibank.judge.parsing.paper import parse_paper
@@ -301,7 +302,7 @@ def test_vllm_backend_needs_the_extra(monkeypatch):
 
 
 # ------------------------------------------------------------------- OpenAI-compatible endpoint
-class _ChatServer:
+class _ChatServer(LocalEndpoint):
     """``POST /v1/chat/completions`` served by the tiny model (greedy), as vLLM's server does it:
     the request's messages and tools go through the model's chat template."""
 
@@ -341,8 +342,7 @@ class _ChatServer:
                 self.end_headers()
                 self.wfile.write(payload)
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.listen(Handler)
 
     def complete(self, body: dict) -> dict:
         messages = []
@@ -369,16 +369,6 @@ class _ChatServer:
                 {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
                 for i, (n, a) in enumerate(calls)]}
         return {"role": "assistant", "content": tokenizer.decode(ids, skip_special_tokens=True)}
-
-    def __enter__(self):
-        self.thread.start()
-        host, port = self.httpd.server_address
-        self.base_url = f"http://{host}:{port}/v1"
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 @pytest.mark.parametrize("fmt", ["chat", "tools"])

@@ -30,6 +30,7 @@ from apibank.generate.backends import EndpointError
 from apibank.generate.backends.http import MAX_RETRY_AFTER, retry_after as _retry_after
 from apibank.generate.predictions import read_predictions
 from apibank.pipeline import load_rows
+from support.local_endpoint import LocalEndpoint
 from support.paths import TEMPLATES_DIR as TEMPLATES
 
 TEMPLATE = (TEMPLATES / "strict_alternation.jinja").read_text()
@@ -40,7 +41,7 @@ def _raise(message):
     raise jinja2.TemplateError(message)
 
 
-class StrictServer:
+class StrictServer(LocalEndpoint):
     """``POST /v1/chat/completions``; ``mode`` picks a failure to play instead of answering."""
 
     def __init__(self, mode: str = "ok", slow_after: int | None = None):
@@ -80,9 +81,7 @@ class StrictServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.listen(Handler)
 
     def validate(self, body: dict) -> str | None:
         for index, message in enumerate(body["messages"]):
@@ -115,16 +114,6 @@ class StrictServer:
                               "finish_reason": "stop"}],
                  "usage": {"prompt_tokens": 100 + number, "completion_tokens": 7, "total_tokens": 107 + number}}
         return 200, reply, []
-
-    def __enter__(self):
-        self.thread.start()
-        host, port = self.httpd.server_address
-        self.base_url = f"http://{host}:{port}/v1"
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 @pytest.fixture(scope="module")
