@@ -35,7 +35,8 @@ PROTOCOLS = tuple(PROTOCOL_DESCRIPTIONS)
 DEFAULT_PROTOCOL = "paper"
 # Prompt formats: the paper's text prompts, chat messages, chat messages with native tool schemas.
 FORMATS = ("paper", "chat", "tools")
-DEFAULT_FORMAT = "paper"
+DEFAULT_FORMAT = "paper"  # the paper's own prompts: the format of scripted (gold) runs and of the Hub's results
+MODEL_FORMAT = "chat"  # what a model run uses unless told: instruct models are served chat messages
 # How a model's chat template is used: probe it, always, never (or a template file's path).
 TEMPLATE_MODES = ("auto", "on", "off")
 # Agentic settings: the tools are found with ToolSearcher, or all of the level's tools are offered.
@@ -95,7 +96,7 @@ def normalise_levels(levels: Iterable[str | int] | None) -> list[str]:
 
 __all__ = [
     "BENCHMARK_NAME", "CACHE_ENV", "CITATION", "DATA_DIR_ENV", "DEFAULT_FORMAT", "DEFAULT_PROTOCOL",
-    "DEFAULT_SETTING", "EPISODE_COUNTS", "FORMATS", "FULL_COUNTS", "GGUF_CACHE_ENV", "HOMEPAGE",
+    "DEFAULT_SETTING", "EPISODE_COUNTS", "FORMATS", "MODEL_FORMAT", "FULL_COUNTS", "GGUF_CACHE_ENV", "HOMEPAGE",
     "JUDGE_MEMORY_MB", "JUDGE_TIMEOUT_S", "LEVELS", "LEVEL_NUMBERS", "normalise_levels", "PROTOCOL_DESCRIPTIONS", "PROTOCOLS", "SAMPLE_KINDS", "SEARCHER", "SETTINGS",
     "TEMPLATE_MODES", "TOOLSETS", "UPSTREAM_URL_ENV",
 ]

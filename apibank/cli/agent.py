@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from apibank.benchmark import DEFAULT_SETTING, SETTINGS, TEMPLATE_MODES
-from apibank.cli.evaluate import check_compile, hub_id
+from apibank.cli.backend_flags import add_backend_flags, chosen_backend
+from apibank.cli.evaluate import hub_id
 from apibank.cli.flags import (
     add_levels, add_output, add_overwrite, add_quiet, checked_levels, progress_bar, show_progress,
 )
 from apibank.errors import OutputError, UsageError
-from apibank.generate.backends import BACKENDS
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -43,8 +43,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="open a pull request with the results on the model repository (default: --model); "
                         "needs --dataset-id and --output, never with --limit")
     gen = parser.add_argument_group("generation (as for evaluate)")
-    gen.add_argument("--backend", default=None, choices=BACKENDS,
-                     help="default: openai with --base-url, else transformers")
     gen.add_argument("--tool-format", default="auto", choices=["auto", "native", "text"],
                      help="native: the chat template's / endpoint's tool calling; text: our JSON-in-text "
                           "transcript (models without a tool-capable template); auto: native when available")
@@ -53,26 +51,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     gen.add_argument("--max-new-tokens", type=int, default=256, help="cap on new tokens per model step")
     gen.add_argument("--price-per-mtok", default=None, metavar="IN,OUT",
                      help="price per million prompt tokens and per million generated tokens: adds a cost to usage")
-    gen.add_argument("--dtype", default="auto", help="auto, float32, bfloat16, float16")
-    gen.add_argument("--device", default=None, help="transformers: device (default: cuda if available)")
-    gen.add_argument("--compile", action="store_true",
-                     help="transformers on a CUDA GPU: static KV cache and CUDA graphs, as for evaluate")
-    gen.add_argument("--chat-template", default="auto", metavar="auto|on|off|FILE",
-                     help="FILE: a Jinja chat template replacing the model's (adapted to what it accepts; the "
-                          "adaptations are recorded in results.json)")
-    gen.add_argument("--base-url", default=None, help="openai: API root, e.g. http://127.0.0.1:8000/v1")
-    gen.add_argument("--api-key-env", default="OPENAI_API_KEY", help="openai: environment variable holding the key")
-    gen.add_argument("--concurrency", type=int, default=8, help="openai: parallel requests of a step")
+    add_backend_flags(gen, backend_help="auto (default): vllm where it is installed and supports the model, "
+                      "openai with --base-url, else transformers")
 
 
 def check_arguments(args: argparse.Namespace) -> tuple[list[str], Any]:
     """Everything that can be checked before a model loads or a file is written; returns the levels and
     the price (or None)."""
-    import os
-
     from apibank.agent.agents import SCRIPTED_AGENTS
-    from apibank.cli.checks import check_endpoint, check_model
     from apibank.cli.folders import check_data_dir, check_writable
+    from apibank.generate.backends import BACKEND_REGISTRY
     from apibank.pipeline.results import parse_price
 
     levels = checked_levels(args.levels)
@@ -82,51 +70,25 @@ def check_arguments(args: argparse.Namespace) -> tuple[list[str], Any]:
         raise UsageError(str(error)) from None
     for name, value, low in (("--trials", args.trials, 1), ("--limit", args.limit, 1),
                              ("--batch-size", args.batch_size, 1), ("--max-new-tokens", args.max_new_tokens, 1),
-                             ("--concurrency", args.concurrency, 1), ("--max-steps", args.max_steps, 1)):
+                             ("--max-steps", args.max_steps, 1)):
         if value is not None and value < low:
             raise UsageError(f"{name} {value}: must be at least {low}")
     if args.time_limit is not None and not 0 < args.time_limit < float("inf"):
         raise UsageError(f"--time-limit {args.time_limit}: give a positive number of seconds")
+    scripted = args.model in SCRIPTED_AGENTS
+    args.backend, args.backend_choice, args.backend_options = chosen_backend(args, scripted=scripted)
     check_data_dir(args.data_dir, levels)
     if args.output is not None:
         check_writable(args.output)
-    if args.model in SCRIPTED_AGENTS:
+    if scripted:
         return levels, price
-    args.backend = args.backend or ("openai" if args.base_url else "transformers")
-    template_file = args.chat_template not in TEMPLATE_MODES
-    if template_file and args.tool_format == "text":
-        raise UsageError("--chat-template FILE goes with the native tool format; --tool-format text sends a plain "
-                         "transcript without a chat template")
-    if args.backend == "openai":
-        if not args.base_url:
-            raise UsageError("--backend openai needs --base-url, e.g. --base-url http://127.0.0.1:8000/v1")
-        if template_file:
-            raise UsageError("--chat-template FILE: the server applies its own template; give the template to the "
-                             "server instead (e.g. vLLM --chat-template)")
-        check_endpoint(args.base_url, os.environ.get(args.api_key_env), 120.0)
-        return levels, price
-    check_compile(args)
-    check_model(args.model, args.backend, None)
-    if template_file:
-        from apibank.generate.backends.hf import read_chat_template
-
-        try:
-            read_chat_template(args.chat_template)
-        except ValueError as error:
-            raise UsageError(f"{error}; give a Jinja chat template file, or auto/on/off") from None
+    if args.tool_format == "text" and "chat_template" in args.backend_options:
+        if args.backend_options["chat_template"] not in TEMPLATE_MODES:
+            raise UsageError("--chat-template FILE goes with the native tool format; --tool-format text sends a "
+                             "plain transcript without a chat template")
+        args.backend_options["chat_template"] = "off"  # the transcript goes out as plain text, never in a template
+    BACKEND_REGISTRY.get(args.backend).check_options(args.model, args.backend_options)
     return levels, price
-
-
-def model_backend_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The backend options ``evaluate`` builds from the same flags (those the agent has not take their defaults)."""
-    from apibank.cli.evaluate import backend_options
-
-    defaults = {"revision": None, "device_map": None, "trust_remote_code": False, "tensor_parallel_size": 1,
-                "max_retries": 5, "request_timeout": 120.0, "tool_results_as_user": False}
-    options = backend_options(argparse.Namespace(**{**defaults, **vars(args)}))
-    if args.tool_format == "text" and "chat_template" in options:
-        options["chat_template"] = "off"  # the transcript goes out as plain text, never inside a template
-    return options
 
 
 def run(args: argparse.Namespace) -> int:
@@ -173,6 +135,8 @@ def run(args: argparse.Namespace) -> int:
             records += level_records
         wall = time.perf_counter() - started
         model_info = driver.info() if driver is not None else {"id": args.model, "backend": "scripted"}
+        if args.backend_choice:
+            model_info["backend_choice"] = args.backend_choice
         template = driver.backend.template_info() if driver is not None and hasattr(driver.backend, "template_info") else None
     finally:
         if driver is not None:
@@ -248,7 +212,7 @@ def _agent(args: argparse.Namespace):
     from apibank.agent.model_agent import AgentSetupError, ModelAgent, ModelDriver
     from apibank.generate.backends import make_backend
 
-    backend = make_backend(args.model, args.backend, **model_backend_options(args))
+    backend = make_backend(args.model, args.backend, **args.backend_options)
     try:
         driver = ModelDriver(backend, tool_format=args.tool_format, max_new_tokens=args.max_new_tokens,
                              label=args.model)

@@ -10,19 +10,17 @@ import json
 import re
 from pathlib import Path
 
-from apibank.benchmark import DEFAULT_PROTOCOL, FORMATS, PROTOCOLS, SAMPLE_KINDS, TEMPLATE_MODES
+from apibank.benchmark import DEFAULT_FORMAT, DEFAULT_PROTOCOL, FORMATS, MODEL_FORMAT, PROTOCOLS, SAMPLE_KINDS
 from apibank.cli.checks import UsageError
-from apibank.generate.backends import BACKENDS
+from apibank.cli.backend_flags import add_backend_flags, chosen_backend
 from apibank.cli.flags import add_levels, add_output, add_overwrite, add_quiet, checked_levels, show_progress
-
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="Hub model id, local path, endpoint model name, or 'oracle'")
     add_levels(parser, "levels to run (default: all)")
     parser.add_argument("--format", dest="fmt", choices=FORMATS, default=None,
-                        help="prompt format (default: chat; paper for --model oracle)")
-    parser.add_argument("--backend", choices=BACKENDS, default="transformers")
+                        help=f"prompt format (default: {MODEL_FORMAT}; {DEFAULT_FORMAT} for --model oracle)")
     parser.add_argument("--limit", type=int, default=None,
                         help="at most N API-call rows and N response rows per level (a quick subset: scores, "
                         "details and report are written and marked as a subset; leaderboard files under the "
@@ -43,28 +41,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     gen.add_argument("--price-per-mtok", default=None, metavar="IN,OUT",
                      help="price per million prompt tokens and per million generated tokens: adds a cost to usage")
     gen.add_argument("--icl", action="store_true", help="level 3, paper format: the instruction with the worked example")
-    gen.add_argument("--revision", default=None, help="model revision (branch, tag or commit)")
-    gen.add_argument("--dtype", default="auto", help="auto, float32, bfloat16, float16")
-    gen.add_argument("--device", default=None, help="transformers: device (default: cuda if available)")
-    gen.add_argument("--compile", action="store_true",
-                     help="transformers on a CUDA GPU: static KV cache and CUDA graphs (torch.compile), greedy "
-                     "only; compile time is reported apart in usage")
-    gen.add_argument("--device-map", default=None, help="transformers: e.g. 'auto' to spread a model over GPUs")
-    gen.add_argument("--trust-remote-code", action="store_true")
-    gen.add_argument("--chat-template", default="auto", metavar="auto|on|off|FILE",
-                     help="FILE: a Jinja chat template replacing the model's (for a model with none or a broken "
-                     "one; then used by every format). auto/on/off: whether the paper format goes through the "
-                     "model's own template (auto: if it has one)")
-    gen.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm: GPUs per model")
-    gen.add_argument("--base-url", default=None, help="openai: API root, e.g. http://127.0.0.1:8000/v1")
-    gen.add_argument("--api-key-env", default="OPENAI_API_KEY", help="openai: environment variable holding the key")
-    gen.add_argument("--concurrency", type=int, default=8, help="openai: parallel requests")
-    gen.add_argument("--max-retries", type=int, default=5, help="openai: retries per request")
-    gen.add_argument("--request-timeout", type=float, default=120.0, metavar="SECONDS",
-                     help="openai: seconds to wait for one answer before retrying it")
-    gen.add_argument("--tool-results-as-user", action="store_true",
-                     help="openai, chat format: send API results as user turns (the hosted OpenAI API rejects "
-                     "tool messages that answer no tool call)")
+    add_backend_flags(gen, backend_help="auto (default): vllm where it is installed and supports the model, "
+                      "openai with --base-url, else transformers")
     out = parser.add_argument_group("scoring and leaderboard")
     out.add_argument("--protocols", nargs="+", choices=PROTOCOLS, default=list(PROTOCOLS))
     out.add_argument("--dataset-id", type=hub_id("--dataset-id"), default=None, metavar="NAMESPACE/NAME",
@@ -120,8 +98,8 @@ def push_target(args: argparse.Namespace) -> str | None:
     if not args.dataset_id:
         raise UsageError("--push-to-hub needs --dataset-id NAMESPACE/NAME, the benchmark's Hub "
                          "dataset (the repository holding eval.yaml)")
-    if args.push_to_hub is True and args.model == "oracle":
-        raise UsageError("--push-to-hub needs a repository name for --model oracle")
+    if args.push_to_hub is True and scripted_model(args.model):
+        raise UsageError(f"--push-to-hub needs a repository name for --model {args.model}")
     repo = args.model if args.push_to_hub is True else args.push_to_hub
     try:
         return check_repo_id(repo, "the model repository (--push-to-hub)")
@@ -129,104 +107,49 @@ def push_target(args: argparse.Namespace) -> str | None:
         raise UsageError(f"{error}") from None
 
 
+def scripted_model(model: str) -> bool:
+    """``--model`` names a scripted backend (the gold-replaying oracle), not a model."""
+    from apibank.generate.backends import BACKEND_REGISTRY
+
+    return model in BACKEND_REGISTRY.names(scripted=True)
+
+
+def default_format(model: str) -> str:
+    return DEFAULT_FORMAT if scripted_model(model) else MODEL_FORMAT
+
+
 def default_output(model: str, fmt: str) -> Path:
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model.strip("/")).strip("_") or "model"
     return Path("apibank-results") / f"{slug}-{fmt}"
 
 
-def backend_options(args: argparse.Namespace) -> dict:
-    if args.model == "oracle":
-        return {}
-    if args.backend == "transformers":
-        return {"revision": args.revision, "dtype": args.dtype, "device": args.device, "device_map": args.device_map,
-                "trust_remote_code": args.trust_remote_code or None, "chat_template": args.chat_template,
-                "compile": getattr(args, "compile", False) or None}  # callers without the flag: eager
-    if args.backend == "vllm":
-        return {"revision": args.revision, "dtype": args.dtype, "tensor_parallel_size": args.tensor_parallel_size,
-                "trust_remote_code": args.trust_remote_code or None, "chat_template": args.chat_template}
-    return {"base_url": args.base_url, "api_key_env": args.api_key_env, "concurrency": args.concurrency,
-            "max_retries": args.max_retries, "timeout": args.request_timeout,
-            "tool_results_as_user": args.tool_results_as_user or None}
-
-
 def check_arguments(args: argparse.Namespace, fmt: str, output: Path) -> int:
-    """Everything that can be checked before the model loads; returns how many predictions a resume keeps.
+    """Everything that can be checked before the model loads; returns how many predictions a resume keeps
+    and sets ``args.backend`` (auto resolved), ``args.backend_choice`` and ``args.backend_options``.
     Raises :class:`UsageError` (one line saying what is wrong and what to do)."""
-    import os
-
-    from apibank.cli.checks import (
-        UsageError,
-        check_endpoint,
-        check_model,
-        check_output,
-        check_resume,
-        has_chat_template,
-    )
+    from apibank.cli.checks import check_output, check_resume
     from apibank.cli.folders import check_data_dir
+    from apibank.generate.backends import BACKEND_REGISTRY
 
     levels = checked_levels(args.levels)
     for name, value, low in (("--limit", args.limit, 1), ("--batch-size", args.batch_size, 1),
-                             ("--max-new-tokens", args.max_new_tokens, 1), ("--concurrency", args.concurrency, 1),
-                             ("--max-retries", args.max_retries, 0), ("--tensor-parallel-size",
-                                                                      args.tensor_parallel_size, 1)):
+                             ("--max-new-tokens", args.max_new_tokens, 1)):
         if value is not None and value < low:
             raise UsageError(f"{name} {value}: must be at least {low}")
-    if not args.request_timeout > 0 or args.request_timeout == float("inf"):
-        raise UsageError(f"--request-timeout {args.request_timeout}: give a positive number of seconds")
+    scripted = scripted_model(args.model)
+    args.backend, args.backend_choice, args.backend_options = chosen_backend(args, scripted=scripted)
     check_data_dir(args.data_dir, levels)
-    if args.model == "oracle" and args.push_to_hub is True:
-        raise UsageError("--push-to-hub needs a repository name for --model oracle")
     check_output(output)
     kept = 0 if args.overwrite else check_resume(output, fmt=fmt, model=args.model)
-    if args.model == "oracle":
-        return kept
-    check_compile(args)
-    if args.backend == "openai":
-        if not args.base_url:
-            raise UsageError("--backend openai needs --base-url, e.g. --base-url http://127.0.0.1:8000/v1")
-        if args.chat_template not in TEMPLATE_MODES:
-            raise UsageError("--chat-template FILE: the server applies its own template; give the template to the "
-                             "server instead (e.g. llama-cpp-python --chat_format / vLLM --chat-template)")
-        check_endpoint(args.base_url, os.environ.get(args.api_key_env), args.request_timeout)
-        return kept
-    where = check_model(args.model, args.backend, args.revision)
-    if args.chat_template not in TEMPLATE_MODES:
-        from apibank.generate.backends.hf import read_chat_template
-
-        try:
-            read_chat_template(args.chat_template)
-        except ValueError as error:
-            raise UsageError(f"{error}; give a Jinja chat template file, or auto/on/off") from None
-    elif fmt in ("chat", "tools") or args.chat_template == "on":
-        if has_chat_template(where, args.revision) is False:
-            need = f"--format {fmt}" if fmt != "paper" else "--chat-template on"
-            raise UsageError(f"{need} needs a chat template and {args.model} has none; give one with "
-                             "--chat-template FILE" + (", or use --format paper" if fmt != "paper" else ""))
+    if not scripted:
+        BACKEND_REGISTRY.get(args.backend).check_options(args.model, args.backend_options, fmt=fmt)
     return kept
-
-
-def check_compile(args: argparse.Namespace) -> None:
-    """``--compile`` only where it applies (the transformers backend on a CUDA device): one line otherwise."""
-    if not getattr(args, "compile", False):
-        return
-    if args.backend != "transformers":
-        raise UsageError(f"--compile applies to --backend transformers; --backend {args.backend} "
-                         "compiles (or serves) on its own: drop --compile")
-    from apibank.generate.backends.compiled import check_compile_device
-
-    check_compile_device(args.device or ("cuda" if _cuda_available() else "cpu"))
-
-
-def _cuda_available() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
 
 
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    fmt = args.fmt or ("paper" if args.model == "oracle" else "chat")
+    fmt = args.fmt or default_format(args.model)
     output = Path(args.output) if args.output else default_output(args.model, fmt)
     kept = check_arguments(args, fmt, output)
     repo = push_target(args)
@@ -279,6 +202,7 @@ def _evaluate(evaluate, args: argparse.Namespace, fmt: str, output: Path) -> dic
         levels=args.levels,
         fmt=fmt,
         backend=args.backend,
+        backend_choice=args.backend_choice,
         limit=args.limit,
         kinds=args.kinds,
         output_dir=output,
@@ -288,7 +212,7 @@ def _evaluate(evaluate, args: argparse.Namespace, fmt: str, output: Path) -> dic
         price_per_mtok=args.price_per_mtok,
         icl=args.icl,
         protocols=args.protocols,
-        backend_options=backend_options(args),
+        backend_options=args.backend_options,
         dataset_id=args.dataset_id,
         dataset_revision=args.dataset_revision,
         leaderboard_protocol=args.leaderboard_protocol,

@@ -84,10 +84,10 @@ def check_numbers(args: argparse.Namespace) -> None:
 
 def check_template(args: argparse.Namespace) -> None:
     """``--format chat`` renders the conversations through the model's chat template: it must have one."""
-    from apibank.cli.checks import check_model, has_chat_template
     from apibank.errors import UsageError
+    from apibank.generate.backends.model_checks import has_chat_template, locate_model
 
-    where = check_model(args.model, "transformers", None)
+    where = locate_model(args.model)
     if args.fmt == "chat" and has_chat_template(where, None) is False:
         raise UsageError(f"--model {args.model}: no chat template, which --format chat needs; use --format paper "
                          "(the paper's prompt as plain text)")

@@ -113,6 +113,7 @@ def evaluate(
     levels: Iterable[str | int] | None = None,
     fmt: str = "chat",
     backend: str | Backend = "transformers",
+    backend_choice: str | None = None,
     limit: int | None = None,
     kinds: Sequence[str] | None = None,
     output_dir: str | os.PathLike[str] = "apibank-results",
@@ -137,7 +138,8 @@ def evaluate(
     ``max_new_tokens`` caps every answer; below it, each level's API calls and responses get a budget
     sized from that level's gold answers (all rows of the level, so a ``limit`` subset decodes as the
     full run does). ``kinds`` (``"api"``, ``"response"``) keeps only those rows: a subset, like ``limit``.
-    ``price_per_mtok`` (``"IN,OUT"``) adds a cost to the usage totals."""
+    ``price_per_mtok`` (``"IN,OUT"``) adds a cost to the usage totals. ``backend_choice`` (why
+    ``--backend auto`` chose ``backend``) is recorded with the model."""
     import time
 
     price = parse_price(price_per_mtok) if isinstance(price_per_mtok, str) else price_per_mtok
@@ -158,6 +160,8 @@ def evaluate(
         )
         wall = time.perf_counter() - started
         info = engine.info()
+        if backend_choice:
+            info["backend_choice"] = backend_choice
         template = engine.template_info() if hasattr(engine, "template_info") else None
     finally:
         engine.close()

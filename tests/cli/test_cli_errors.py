@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from apibank.cli.checks import gguf_chat_template
+from apibank.generate.backends.gguf_metadata import gguf_chat_template
 from apibank.cli.main import main
 from support.paths import TEMPLATES_DIR as TEMPLATES
 
@@ -98,7 +98,7 @@ def test_mistakes_end_in_one_line_and_status_2_before_loading(mistake, tmp_path,
 
 
 def test_debug_shows_the_traceback(capsys, data_dir):
-    from apibank.cli.checks import UsageError
+    from apibank.errors import UsageError
 
     with pytest.raises(UsageError, match="unknown level"):
         main(["--debug", "evaluate", "--model", "oracle", "--levels", "4"])
@@ -127,7 +127,7 @@ def test_gguf_metadata_is_read_without_loading_the_file(tmp_path):
     assert gguf_chat_template(_gguf(tmp_path / "b.gguf", {"general.name": "x"})) is None
     truncated = tmp_path / "c.gguf"
     truncated.write_bytes((tmp_path / "a.gguf").read_bytes()[:40])
-    from apibank.cli.checks import UsageError
+    from apibank.errors import UsageError
 
     with pytest.raises(UsageError, match="not a readable GGUF file"):
         gguf_chat_template(truncated)

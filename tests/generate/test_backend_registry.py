@@ -3,6 +3,8 @@ unknown names answered with the closest registered ones, a new backend reachable
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import apibank_cli
@@ -107,3 +109,85 @@ def test_the_cli_offers_the_registered_backends(capsys):
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert "invalid choice: 'nope'" in err and all(name in err for name in BACKENDS)
+
+
+@pytest.fixture
+def toy_registered(scratch_registry):
+    scratch_registry.register("toy", "support.toy_backend:ToyBackend")  # the one registry line
+    return scratch_registry
+
+
+def test_a_new_backend_runs_through_evaluate_with_its_own_flags(toy_registered, data_dir, tmp_path, capsys):
+    output = tmp_path / "toy"
+    status = apibank_cli.main(["evaluate", "--model", "toy-model", "--backend", "toy", "--reply",
+                               "API-Request: [ToolSearcher(keywords='x')]", "--shout", "--format", "paper",
+                               "--levels", "1", "--limit", "2", "--allow-subset", "--data-dir", str(data_dir),
+                               "--output", str(output), "--quiet"])
+    assert status == 0, capsys.readouterr().err
+    predictions = [json.loads(line) for line in (output / "predictions.jsonl").read_text().splitlines()]
+    assert len(predictions) == 4 and {p["prediction"] for p in predictions} == {
+        "API-REQUEST: [TOOLSEARCHER(KEYWORDS='X')]"}
+    results = json.loads((output / "results.json").read_text())
+    assert results["model"]["backend"] == "toy" and results["model"]["shout"] is True
+    assert "backend=toy" in capsys.readouterr().out
+
+
+def test_a_new_backend_runs_through_agent_with_its_own_flags(toy_registered, data_dir, tmp_path, capsys):
+    output = tmp_path / "toy-agent"
+    status = apibank_cli.main(["agent", "--model", "toy-model", "--backend", "toy", "--reply", "I cannot help.",
+                               "--tool-format", "text", "--levels", "3", "--limit", "1", "--data-dir",
+                               str(data_dir), "--output", str(output), "--quiet"])
+    assert status == 0, capsys.readouterr().err
+    trajectory = json.loads((output / "trajectories.jsonl").read_text().splitlines()[0])
+    assert trajectory["agent"] == "toy-model"
+    assert "I cannot help." in json.dumps(trajectory)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--patience", "0.1"], "--patience 0.1: must be at least 0.5"),
+    (["--reply", " "], "--reply: give a non-empty answer"),
+    (["--base-url", "http://127.0.0.1:9/v1"], "--base-url applies to --backend openai; --backend toy does not "
+                                              "take it: drop --base-url"),
+])
+def test_a_new_backends_options_are_checked_before_any_work(toy_registered, argv, message, data_dir, tmp_path,
+                                                             capsys):
+    status = apibank_cli.main(["evaluate", "--model", "toy-model", "--backend", "toy", *argv, "--data-dir",
+                               str(data_dir), "--output", str(tmp_path / "out")])
+    assert status == 2
+    assert capsys.readouterr().err.strip() == f"apibank evaluate: error: {message}"
+    assert not (tmp_path / "out").exists()
+
+
+def test_backends_sharing_a_flag_share_its_declaration():
+    from apibank.cli.backend_flags import backend_flags
+
+    flags = backend_flags()
+    assert flags["--dtype"][1] == ["transformers", "vllm"] and flags["--base-url"][1] == ["openai"]
+    assert flags["--engine-arg"][1] == ["vllm"] and "--tensor-parallel-size" not in flags
+
+
+@pytest.mark.parametrize("installed, flags, expected", [
+    (False, set(), ("transformers", "auto: vLLM is not installed; transformers chosen")),
+    (True, set(), ("vllm", "auto: vllm is installed")),
+    (True, {"--device"}, ("transformers", "auto: --backend vllm does not take --device; transformers chosen")),
+    (True, {"--engine-arg"}, ("vllm", "auto: vllm is installed")),
+    (True, {"--base-url"}, ("openai", "auto: --base-url given")),
+])
+def test_auto_takes_the_fastest_installed_engine_that_takes_the_flags(installed, flags, expected, monkeypatch):
+    from apibank.generate.backends import choice
+
+    monkeypatch.setattr(choice, "vllm_installed", lambda: installed)
+    assert choice.choose_backend("org/model", "auto", flags) == expected
+    assert choice.choose_backend("org/model", "transformers", flags) == ("transformers", None)
+
+
+def test_auto_is_recorded_and_shown(toy_registered, data_dir, tmp_path, capsys, monkeypatch):
+    from apibank.generate.backends import choice
+
+    monkeypatch.setattr(choice, "AUTO_ORDER", ("toy",))
+    output = tmp_path / "auto"
+    assert apibank_cli.main(["evaluate", "--model", "toy-model", "--format", "paper", "--levels", "1", "--limit",
+                             "1", "--allow-subset", "--data-dir", str(data_dir), "--output", str(output),
+                             "--quiet"]) == 0
+    assert "backend=toy (auto: toy is installed)" in capsys.readouterr().out
+    assert json.loads((output / "results.json").read_text())["model"]["backend_choice"] == "auto: toy is installed"

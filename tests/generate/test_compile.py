@@ -35,7 +35,7 @@ def test_compile_is_listed_in_evaluate_help(capsys):
     (["--device", "cuda:0"], "apibank evaluate: error: --compile needs a CUDA GPU (CUDA graphs); the model would "
                              "run on 'cuda:0' and torch sees no CUDA device: run without --compile"),
     (["--backend", "vllm"], "apibank evaluate: error: --compile applies to --backend transformers; --backend vllm "
-                            "compiles (or serves) on its own: drop --compile"),
+                            "does not take it: drop --compile"),
 ])
 def test_compile_without_cuda_is_one_line_before_loading(extra, expected, tmp_path, capsys, data_dir, monkeypatch):
     def refuse(*args, **kwargs):

