@@ -9,6 +9,7 @@ from typing import Any, Sequence
 from apibank.benchmark import TEMPLATE_MODES
 from apibank.errors import require_extra
 from apibank.generate.backends.base import Backend, Completion
+from apibank.generate.backends.model_checks import check_hf_model, read_chat_template
 from apibank.generate.backends.options import CHAT_TEMPLATE, DTYPE, REVISION, TRUST_REMOTE_CODE, Option
 from apibank.generate.conversation import Conversation
 from apibank.generate.stops import StopWatch
@@ -17,26 +18,6 @@ from apibank.generate.toolcalls import ToolCall, calls_from_message, calls_in_te
 
 
 # ------------------------------------------------------------------------------ HF tokenizer use
-
-
-def read_chat_template(path: str | os.PathLike[str]) -> str:
-    """A chat template file's text, checked to compile as Jinja (ValueError naming the file if not)."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ValueError(f"--chat-template {path}: cannot read it ({error})") from None
-    if not text.strip():
-        raise ValueError(f"--chat-template {path}: the file is empty")
-    try:
-        from transformers.utils.chat_template_utils import _compile_jinja_template
-
-        _compile_jinja_template(text)
-    except ImportError:  # a transformers without this helper: the first render reports errors instead
-        pass
-    except Exception as error:
-        raise ValueError(f"--chat-template {path}: not a valid Jinja template ({error})") from None
-    return text
 
 
 class _HFRendering:
@@ -182,8 +163,6 @@ class TransformersBackend(_HFRendering, Backend):
 
     @classmethod
     def check_options(cls, model: str, options: dict[str, Any], *, fmt: str | None = None) -> None:
-        from apibank.generate.backends.model_checks import check_hf_model
-
         if not model.lower().endswith(".gguf"):  # a .gguf one: the gguf extra, torch included
             require_extra("torch", ("torch",), f"--backend {cls.name}")
         if options.get("compile"):

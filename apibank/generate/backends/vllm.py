@@ -83,6 +83,12 @@ class VLLMBackend(_HFRendering, Backend):
         require_extra("vllm", ("vllm",), "the vllm backend")
         from vllm import LLM
 
+        from apibank.generate.backends.loading import converted_model_folder, resolve_model
+
+        self.source = resolve_model(model)
+        # vLLM reads no GGUF file on a CPU: it gets the package's converted folder (the same tokenizer
+        # and de-quantised weights as the transformers backend).
+        location = str(converted_model_folder(self.source)) if self.source.kind == "gguf" else self.source.location
         self.model_id = model
         self.revision = revision
         self.dtype = dtype
@@ -91,7 +97,7 @@ class VLLMBackend(_HFRendering, Backend):
         check_engine_args(engine_args, engine_argument_names())
         # Rows of one dialogue share their history: prefix caching reuses it unless told otherwise.
         self.engine_args = {"enable_prefix_caching": True, "seed": 0, **engine_args}
-        self.llm = LLM(model=model, revision=revision, tokenizer_revision=revision, dtype=dtype,
+        self.llm = LLM(model=location, revision=revision, tokenizer_revision=revision, dtype=dtype,
                        trust_remote_code=trust_remote_code, **self.engine_args)
         self.tokenizer = self.llm.get_tokenizer()
 
@@ -99,7 +105,8 @@ class VLLMBackend(_HFRendering, Backend):
         return {
             "backend": self.name,
             "model_id": self.model_id,
-            "model_revision": self.revision,
+            "model_revision": f"sha256:{self.source.sha256}" if self.source.kind == "gguf" else self.revision,
+            "model_source": self.source.kind,
             "dtype": self.dtype,
             "engine_args": self.engine_args,
             "chat_template": self.chat_template,
