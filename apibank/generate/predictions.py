@@ -97,10 +97,8 @@ def check_resumable(records: list[dict[str, Any]], expected: dict[str, Any], pat
         difference = _difference(record, expected)
         if difference is not None:
             key, theirs, ours = difference
-            raise ResumeMismatch(
-                f"{path} holds predictions with {key}={theirs!r} ({record['id']}), but this run has "
-                f"{key}={ours!r}; use another --output or --overwrite"
-            )
+            raise ResumeMismatch(f"this run has {key}={ours!r}, the predictions in {path} have {theirs!r}; "
+                                 "use another --output, or --overwrite to discard them")
 
 
 def _difference(record: dict[str, Any], expected: dict[str, Any]) -> tuple[str, Any, Any] | None:
