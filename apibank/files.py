@@ -141,6 +141,13 @@ class JsonLinesAppender:
         self.close()
 
 
+def write_json_lines(path: str | os.PathLike[str], records: Iterable[Any]) -> None:
+    """One :func:`json_line` per record, the file replaced atomically (it holds the old lines or the new)."""
+    with atomic_writer(path) as handle:
+        for record in records:
+            handle.write(json_line(record) + "\n")
+
+
 def read_json_lines(path: str | os.PathLike[str], *, what_to_do: str = "") -> list[dict[str, Any]]:
     """The JSON objects of a JSON-lines file, blank lines skipped; a line that is not a JSON object is a
     ValueError naming the file and line (and ``what_to_do``, when given)."""

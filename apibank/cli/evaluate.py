@@ -246,7 +246,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         results = _evaluate(evaluate, args, fmt, output)
     except KeyboardInterrupt:
-        saved = _count_lines(output / "predictions.jsonl")
+        saved = saved_lines(output / "predictions.jsonl")
         earlier = f", {kept} of them from earlier runs" if kept else ""
         print(f"\napibank evaluate: interrupted; {saved} predictions are saved in {output / 'predictions.jsonl'} "
               f"({saved - kept} by this run{earlier}); only the rows being generated are lost. "
@@ -299,7 +299,7 @@ def _evaluate(evaluate, args: argparse.Namespace, fmt: str, output: Path) -> dic
     )
 
 
-def _count_lines(path: Path) -> int:
+def saved_lines(path: Path) -> int:
     """The complete lines of ``path`` (a last line without its newline was cut short and is not kept)."""
     try:
         text = path.read_text(encoding="utf-8", errors="replace")

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from apibank.errors import InputFileError, OutputError
-from apibank.files import JsonLinesAppender, atomic_writer, json_line
+from apibank.files import JsonLinesAppender, write_json_lines
 
 class ResumeMismatch(OutputError, ValueError):
     """Predictions already in the output folder that another run (model, format, decoding) wrote."""
@@ -83,9 +83,7 @@ def repair(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
 
 def write_predictions(path: str | os.PathLike[str], records: Iterable[dict[str, Any]]) -> None:
     """Write every record at once, atomically (the file holds the old or the new records, never part)."""
-    with atomic_writer(path) as handle:
-        for record in records:
-            handle.write(json_line(record) + "\n")
+    write_json_lines(path, records)
 
 
 def check_resumable(records: list[dict[str, Any]], expected: dict[str, Any], path: Path) -> None:
