@@ -402,36 +402,65 @@ def test_openai_backend_retries_busy_server_and_gives_up(backend, rows):
             impatient.generate([conversation], ["x"], SETTINGS)
 
 
-def test_vllm_backend_against_the_documented_api(backend, rows, monkeypatch):
-    """A stand-in ``vllm`` module with the documented surface: ``LLM(model=..., revision=...,
-    tensor_parallel_size=..., dtype=..., seed=...)``, ``get_tokenizer()``, ``generate(prompts,
-    sampling_params, use_tqdm=...)`` returning ``RequestOutput``s, and ``SamplingParams``."""
+class _FakeVLLMEngine:
+    """vLLM's ``LLMEngine`` surface that ``LLM.generate`` itself steps (and vLLM's engine example shows):
+    ``add_request(request_id, prompt, params)``, ``step()`` returning ``RequestOutput``s (``request_id``,
+    ``finished``, ``outputs``), ``has_unfinished_requests()`` and ``abort_request(ids)``. One request
+    finishes per step, the last added first. ``answer(prompt, params)`` gives ``(text, token ids, finish_reason)``."""
+
+    def __init__(self, answer):
+        from types import SimpleNamespace
+
+        self.answer, self.added, self.aborted, self.queue = answer, [], [], []
+        self.namespace = SimpleNamespace
+
+    def add_request(self, request_id, prompt, params):
+        self.added.append((request_id, prompt, params))
+        self.queue.append((request_id, prompt, params))
+
+    def has_unfinished_requests(self):
+        return bool(self.queue)
+
+    def step(self):
+        request_id, prompt, params = self.queue.pop()
+        text, ids, reason = self.answer(prompt, params)
+        output = self.namespace(text=text, token_ids=ids, finish_reason=reason)
+        return [self.namespace(request_id=request_id, finished=True, outputs=[output])]
+
+    def abort_request(self, request_ids):
+        self.aborted += list(request_ids)
+
+
+def _fake_vllm(monkeypatch, backend, answer):
+    """A stand-in ``vllm`` module: ``LLM(model=..., revision=..., tensor_parallel_size=..., dtype=..., seed=...)``,
+    ``get_tokenizer()``, ``llm_engine`` (:class:`_FakeVLLMEngine`) and ``SamplingParams``."""
     import sys
     import types
-    from types import SimpleNamespace
 
     seen: dict = {}
 
     class SamplingParams:
         def __init__(self, **kwargs):
+            self.kwargs = kwargs
             seen["sampling"] = kwargs
 
     class LLM:
         def __init__(self, **kwargs):
             seen["engine"] = kwargs
+            self.llm_engine = seen["llm_engine"] = _FakeVLLMEngine(answer)
 
         def get_tokenizer(self):
             return backend.tokenizer
 
-        def generate(self, prompts, sampling_params, use_tqdm=True):
-            seen["prompts"] = prompts
-            ids = backend.tokenizer("API-Request: [GetToday()]<|im_end|>", add_special_tokens=False)["input_ids"]
-            text = backend.tokenizer.decode(ids)
-            return [SimpleNamespace(outputs=[SimpleNamespace(text=text, token_ids=ids)]) for _ in prompts]
-
     fake = types.ModuleType("vllm")
     fake.LLM, fake.SamplingParams = LLM, SamplingParams
     monkeypatch.setitem(sys.modules, "vllm", fake)
+    return seen
+
+
+def test_vllm_backend_against_the_documented_api(backend, rows, monkeypatch):
+    ids = backend.tokenizer("API-Request: [GetToday()]<|im_end|>", add_special_tokens=False)["input_ids"]
+    seen = _fake_vllm(monkeypatch, backend, lambda prompt, params: (backend.tokenizer.decode(ids), ids, "stop"))
     vllm_backend = make_backend("org/model", "vllm", revision="r1", dtype="bfloat16", tensor_parallel_size=4)
     assert (seen["engine"]["model"], seen["engine"]["revision"], seen["engine"]["tensor_parallel_size"]) == (
         "org/model", "r1", 4)
@@ -440,9 +469,41 @@ def test_vllm_backend_against_the_documented_api(backend, rows, monkeypatch):
     prompts = {r["id"]: r["prompt"] for r in records}
     assert prompts == {r["id"]: backend.render(build_conversation(r, "chat")) for r in rows}
     expected_ids = sorted(backend.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts.values())
-    assert sorted(p["prompt_token_ids"] for p in seen["prompts"]) == expected_ids
+    assert sorted(prompt["prompt_token_ids"] for _, prompt, _ in seen["llm_engine"].added) == expected_ids
     assert {r["prediction"] for r in records} == {"API-Request: [GetToday()]"}
     assert vllm_backend.info()["tensor_parallel_size"] == 4
+
+
+def test_vllm_rows_are_reported_as_they_finish_and_ctrl_c_aborts_the_rest(backend, rows, monkeypatch):
+    """Each row is reported the step it finishes (here the last added first); a row that vLLM stopped inside
+    its leading whitespace runs again without stop strings; Ctrl-C aborts the requests still running."""
+    ids = backend.tokenizer("AI: fine", add_special_tokens=False)["input_ids"]
+
+    def answer(prompt, params):
+        if params.kwargs["stop"]:
+            return "\n", [], "stop"  # stopped at "\nAI:" before the answer began
+        return backend.tokenizer.decode(ids), ids, "length"
+
+    seen = _fake_vllm(monkeypatch, backend, answer)
+    vllm_backend = make_backend("org/model", "vllm")
+    conversations = [build_conversation(r, "paper") for r in rows[:3]]
+    prompts = [vllm_backend.render(c) for c in conversations]
+    settings = DecodingSettings(max_new_tokens=8, stop=PAPER_STOPS)
+    reported = []
+    completions = vllm_backend.generate(conversations, prompts, settings,
+                                        on_completion=lambda i, c: reported.append((i, c.text)))
+    assert reported == [(2, "AI: fine"), (1, "AI: fine"), (0, "AI: fine")]
+    assert [c.text for c in completions] == ["AI: fine"] * 3
+    engine = seen["llm_engine"]
+    assert [request_id.rsplit("-", 1)[1] for request_id, _, _ in engine.added] == ["stop"] * 3 + ["free"] * 3
+
+    def interrupt(index, completion):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        vllm_backend.generate(conversations, prompts, settings, on_completion=interrupt)
+    # row 2 ran again and finished (its report was interrupted); rows 0 and 1 were still running
+    assert sorted(request_id.split("-", 2)[2] for request_id in engine.aborted) == ["0-stop", "1-stop"]
 
 
 def test_openai_wire_form(rows):
