@@ -26,7 +26,7 @@ from apibank.generate.conversation import FORMATS, history_call_text
 from apibank.generate.predictions import ResumeMismatch, read_predictions
 from apibank.generate.runner import finish
 from apibank.generate.stops import PAPER_STOPS, cut_at_stop, default_stops
-from support.local_endpoint import LocalEndpoint
+from support.local_endpoint import LocalEndpoint, send_json
 from support.tiny import build_tiny_model
 from apibank.generate.toolcalls import call_text, calls_from_message, calls_in_text
 from apibank.judge.parsing.paper import parse_paper
@@ -334,13 +334,8 @@ class _ChatServer(LocalEndpoint):
                     self.end_headers()
                     return
                 message = server.complete(body)
-                payload = json.dumps({"id": "x", "object": "chat.completion", "model": body["model"],
-                                      "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                send_json(self, {"id": "x", "object": "chat.completion", "model": body["model"],
+                                 "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]})
 
         self.listen(Handler)
 

@@ -30,7 +30,7 @@ from apibank.generate.backends import EndpointError
 from apibank.generate.backends.http import MAX_RETRY_AFTER, retry_after as _retry_after
 from apibank.generate.predictions import read_predictions
 from apibank.pipeline import load_rows
-from support.local_endpoint import LocalEndpoint
+from support.local_endpoint import ChatCompletions, LocalEndpoint, send_json
 from support.paths import TEMPLATES_DIR as TEMPLATES
 
 TEMPLATE = (TEMPLATES / "strict_alternation.jinja").read_text()
@@ -57,16 +57,6 @@ class StrictServer(LocalEndpoint):
             def log_message(self, *args):
                 pass
 
-            def _send(self, status, payload, headers=()):
-                data = json.dumps(payload).encode() if not isinstance(payload, bytes) else payload
-                self.send_response(status)
-                for key, value in headers:
-                    self.send_header(key, value)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with server.lock:
@@ -77,7 +67,7 @@ class StrictServer(LocalEndpoint):
                     time.sleep(payload)
                     return
                 try:
-                    self._send(status, payload, headers)
+                    send_json(self, payload, status, headers)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
@@ -244,38 +234,13 @@ def test_ctrl_c_saves_every_completed_response(rows, tmp_path):
     assert len(saved) == 2 and {r["prediction"] for r in saved} == {"API-Request: [GetToday()]"}
 
 
-class ScriptedServer(LocalEndpoint):
-    """Answers each request with ``reply(body)``, whatever its ``stop`` and ``max_tokens`` ask; keeps the bodies."""
-
-    def __init__(self, reply):
-        self.requests: list[dict] = []
-        server = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.requests.append(body)
-                message = {"role": "assistant", "content": reply(body)}
-                data = json.dumps({"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.listen(Handler)
-
-
 def test_each_request_asks_for_its_own_rows_budget(data_dir):
     """``max_tokens`` is the row's budget for its level and kind, not the run's largest."""
     from apibank.generate.runner import sized_settings
 
     level_rows = load_rows(["level-1", "level-3"], data_dir)
     rows = load_rows(["level-1", "level-3"], data_dir, limit=2)
-    with ScriptedServer(lambda body: "API-Request: [GetToday()]") as server:
+    with ChatCompletions(lambda body: {"role": "assistant", "content": "API-Request: [GetToday()]"}) as server:
         backend = OpenAIBackend("gemma", base_url=server.base_url, concurrency=2)
         settings = sized_settings(backend, level_rows, "chat")
         generate_predictions(rows, backend, fmt="chat", settings=settings, batch_size=8, progress=False)
@@ -284,20 +249,15 @@ def test_each_request_asks_for_its_own_rows_budget(data_dir):
     assert asked == expected and len(set(asked)) == 4 and min(asked) < settings.max_new_tokens
 
 
-def test_a_server_that_ignores_stop_and_max_tokens_cannot_change_a_prediction(data_dir, tmp_path_factory):
+def test_a_server_that_ignores_stop_and_max_tokens_cannot_change_a_prediction(data_dir, tiny_backend):
     """A server sends back text running past the stop strings and the budget: the prediction is cut where the
     transformers backend (which stops decoding at the first stop) cuts the same text."""
     import re
 
-    from support.tiny import build_tiny_model
-
-    from apibank.generate import TransformersBackend
     from apibank.generate.stops import answer_start, first_stop
 
     rows = load_rows(["level-1", "level-2"], data_dir, limit=2)
-    corpus = [row["instruction"] + row["input"] + row["expected_output"] for row in rows]
-    tiny = TransformersBackend(str(build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", corpus)),
-                               dtype="float32", device="cpu", chat_template="off")
+    tiny = tiny_backend
     conversations = [build_conversation(row, "paper") for row in rows]
     prompts = [tiny.render(c) for c in conversations]
     texts = {prompt: completion.text for prompt, completion in
@@ -309,9 +269,9 @@ def test_a_server_that_ignores_stop_and_max_tokens_cannot_change_a_prediction(da
     assert all(record["finish_reason"] == "stop" for record in cut)  # the decoder stopped at a stop string
 
     def reply(body):  # the whole 40-token answer, whatever the request's stop and max_tokens say
-        return texts[body["messages"][0]["content"]]
+        return {"role": "assistant", "content": texts[body["messages"][0]["content"]]}
 
-    with ScriptedServer(reply) as server:
+    with ChatCompletions(reply) as server:
         served = generate_predictions(rows, OpenAIBackend("tiny", base_url=server.base_url), fmt="paper",
                                       settings=settings, progress=False)
     assert {request["max_tokens"] for request in server.requests} == {30}

@@ -13,7 +13,6 @@ from apibank.generate.backends import Completion
 from apibank.generate.predictions import ResumeMismatch, check_resumable, read_predictions
 from apibank.generate.runner import sized_settings
 from apibank.pipeline import load_rows
-from support.tiny import build_tiny_model
 
 
 @pytest.fixture(scope="module")
@@ -25,14 +24,6 @@ def level_rows(data_dir):
 def rows(data_dir):
     """Four API-call and four response rows of each level."""
     return load_rows(None, data_dir, limit=4)
-
-
-@pytest.fixture(scope="module")
-def tiny_backend(tmp_path_factory, data_dir):
-    rows = load_rows(None, data_dir, limit=1)
-    corpus = [row["instruction"] + row["input"] + row["expected_output"] for row in rows]
-    path = build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", corpus)
-    return TransformersBackend(str(path), dtype="float32", device="cpu", chat_template="off")
 
 
 def timeless(records):
