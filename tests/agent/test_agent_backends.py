@@ -6,7 +6,6 @@ from __future__ import annotations
 from support.local_endpoint import ChatCompletions
 from support.paths import TEMPLATES_DIR
 
-import http.server
 import json
 
 import pytest

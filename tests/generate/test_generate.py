@@ -4,7 +4,6 @@ serves a tiny random model."""
 
 from __future__ import annotations
 
-import http.server
 import json
 import threading
 
@@ -26,7 +25,7 @@ from apibank.generate.conversation import FORMATS, history_call_text
 from apibank.generate.predictions import ResumeMismatch, read_predictions
 from apibank.generate.runner import finish
 from apibank.generate.stops import PAPER_STOPS, cut_at_stop, default_stops
-from support.local_endpoint import LocalEndpoint, send_json
+from support.local_endpoint import LocalEndpoint, QuietHandler, send_json
 from support.tiny import build_tiny_model
 from apibank.generate.toolcalls import call_text, calls_from_message, calls_in_text
 from apibank.judge.parsing.paper import parse_paper
@@ -313,12 +312,9 @@ class _ChatServer(LocalEndpoint):
         self.lock = threading.Lock()
         server = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
+        class Handler(QuietHandler):
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                body = self.json_body()
                 with server.lock:
                     server.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
                     failing = server.fail_first > 0

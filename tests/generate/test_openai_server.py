@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import _thread
 import html
-import http.server
 import json
 import threading
 import time
@@ -30,7 +29,7 @@ from apibank.generate.backends import EndpointError
 from apibank.generate.backends.http import MAX_RETRY_AFTER, retry_after as _retry_after
 from apibank.generate.predictions import read_predictions
 from apibank.pipeline import load_rows
-from support.local_endpoint import ChatCompletions, LocalEndpoint, send_json
+from support.local_endpoint import ChatCompletions, LocalEndpoint, QuietHandler, send_json
 from support.paths import TEMPLATES_DIR as TEMPLATES
 
 TEMPLATE = (TEMPLATES / "strict_alternation.jinja").read_text()
@@ -53,12 +52,9 @@ class StrictServer(LocalEndpoint):
         self.template = env.from_string(TEMPLATE)
         server = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
+        class Handler(QuietHandler):
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                body = self.json_body()
                 with server.lock:
                     server.requests.append(body)
                     number = len(server.requests)

@@ -27,6 +27,16 @@ class LocalEndpoint:
         self.httpd.server_close()
 
 
+class QuietHandler(http.server.BaseHTTPRequestHandler):
+    """A request handler that logs nothing and reads JSON request bodies."""
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def json_body(self) -> Any:
+        return json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+
+
 def send_json(handler: http.server.BaseHTTPRequestHandler, payload: Any, status: int = 200,
               headers: Iterable[tuple[str, str]] = ()) -> None:
     """Answer ``handler``'s request with ``payload`` as JSON (bytes are sent as they are)."""
@@ -49,12 +59,9 @@ class ChatCompletions(LocalEndpoint):
         self.requests: list[dict] = []
         server = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
+        class Handler(QuietHandler):
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                body = self.json_body()
                 server.requests.append(body)
                 answer = {"choices": [{"index": 0, "message": reply(body), "finish_reason": "stop"}]}
                 send_json(self, {**answer, "usage": usage} if usage is not None else answer)
