@@ -272,7 +272,20 @@ class TransformersBackend(_HFRendering, Backend):
             ids = ids[:-1]
         return ids
 
-    def generate(self, conversations, prompts, settings):
+    def _completion(self, conversation: Conversation, prompt: str, row) -> Completion:
+        """The completion of one decoded row (a :class:`~apibank.generate.backends.decoding.RowOutput`)."""
+        ids = self._trim(row.ids)
+        raw = self.tokenizer.decode(ids, skip_special_tokens=False)
+        text = self.tokenizer.decode(ids, skip_special_tokens=True)
+        return Completion(
+            text=text, raw=raw, tool_calls=self._parse_tool_calls(raw, prompt, conversation),
+            extra={"new_tokens": len(row.ids), "finish_reason": row.finish_reason,
+                   "reused_prompt_tokens": row.reused_prompt_tokens},
+            prompt_tokens=row.prompt_tokens, generated_tokens=len(row.ids) + (row.finish_reason == "eos"),
+            seconds=row.seconds,
+        )
+
+    def generate(self, conversations, prompts, settings, on_completion=None):
         if not conversations:
             return []
         add_special = self._add_special_tokens(conversations[0])
@@ -292,19 +305,13 @@ class TransformersBackend(_HFRendering, Backend):
                 watch = watches[row] = StopWatch(stops, decode)
             return watch(ids)
 
-        rows = self.decoder.generate(encoded, budgets, should_stop,
-                                     temperature=settings.temperature, seed=settings.seed)
-        completions = []
-        for conversation, prompt, row in zip(conversations, prompts, rows):
-            ids = self._trim(row.ids)
-            raw = self.tokenizer.decode(ids, skip_special_tokens=False)
-            text = self.tokenizer.decode(ids, skip_special_tokens=True)
-            calls = self._parse_tool_calls(raw, prompt, conversation)
-            completions.append(Completion(
-                text=text, raw=raw, tool_calls=calls,
-                extra={"new_tokens": len(row.ids), "finish_reason": row.finish_reason,
-                       "reused_prompt_tokens": row.reused_prompt_tokens},
-                prompt_tokens=row.prompt_tokens, generated_tokens=len(row.ids) + (row.finish_reason == "eos"),
-                seconds=row.seconds,
-            ))
-        return completions
+        done: dict[int, Completion] = {}
+
+        def on_row(row: int, output) -> None:  # a row that ended: reported now, before the batch ends
+            done[row] = self._completion(conversations[row], prompts[row], output)
+            on_completion(row, done[row])
+
+        rows = self.decoder.generate(encoded, budgets, should_stop, temperature=settings.temperature,
+                                     seed=settings.seed, on_row=on_row if on_completion is not None else None)
+        return [done.get(index) or self._completion(conversation, prompt, row)
+                for index, (conversation, prompt, row) in enumerate(zip(conversations, prompts, rows))]
