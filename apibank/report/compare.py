@@ -28,15 +28,14 @@ compares the samples they share and lists the differences in the output.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from fractions import Fraction
 from math import comb
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from apibank.report.intervals import percentile_interval, resample_weights
+from apibank.report.intervals import bracket, no_interval_reason, percentile_interval, resample_weights
 from apibank.report.runs import BINARY_METRICS, Run, Sample
 
 ALPHA = 0.05
@@ -120,17 +119,20 @@ def _paired(key: tuple[str, str, str], a: Run, b: Run) -> dict[str, Any] | None:
     favour_b = int((diff > TOLERANCE).sum())
     favour_a = int((diff < -TOLERANCE).sum())
     floor = smallest_significant_count() / len(shared) if binary else 0.0
+    reason = no_interval_reason(len(clusters))  # one dialogue: every resample is the same
     entry: dict[str, Any] = {
         "protocol": protocol, "level": level, "metric": metric,
         "n": len(shared), "clusters": len(clusters),
         "a": float(x.mean()), "b": float(y.mean()), "difference": float(diff.mean()),
-        "ci95": percentile_interval(replicated),
+        "ci95": None if reason else percentile_interval(replicated),
         "p": sign_test(favour_b, favour_a),
         "p_dialogues": sign_test(int((cluster_diff > TOLERANCE).sum()), int((cluster_diff < -TOLERANCE).sum())),
         "favour_b": favour_b, "favour_a": favour_a,
         "se": round(spread, 12),
         "mdd": round(max(POWER_FACTOR * spread, floor), 12),
     }
+    if reason is not None:
+        entry["ci95_reason"] = reason
     if binary:
         flips = []
         for sample, l, r in zip(shared, left, right):
@@ -169,11 +171,14 @@ def _scale(entry: dict[str, Any]) -> tuple[float, str]:
 def summary_line(entry: dict[str, Any]) -> str:
     """One line per comparison, e.g. ``paper level-1 api: B-A = -2.51 points [-4.0, -1.0], p=0.0039 ...``."""
     scale, unit = _scale(entry)
-    low, high = entry["ci95"] or (math.nan, math.nan)
     return (f"{entry['protocol']} {entry['level']} {entry['metric']}: B-A = {scale * entry['difference']:+.4g}{unit} "
-            f"[{scale * low:+.4g}, {scale * high:+.4g}], p={format_p(entry['p'])} "
+            f"{_shown_interval(entry, lambda bound: f'{scale * bound:+.4g}')}, p={format_p(entry['p'])} "
             f"(n={entry['n']}, {entry['favour_b']} favour B, {entry['favour_a']} favour A, "
             f"mdd {scale * entry['mdd']:.3g}{unit})")
+
+
+def _shown_interval(entry: dict[str, Any], form: Callable[[float], str]) -> str:
+    return bracket(entry["ci95"], entry.get("ci95_reason"), form) or "-"
 
 
 def compare_runs(a: Run, b: Run, *, allow_mismatch: bool = False) -> dict[str, Any]:
@@ -217,11 +222,10 @@ def text_table(comparison: dict[str, Any]) -> str:
     for entry in comparison["comparisons"]:
         scale, _ = _scale(entry)
         digits = 2 if scale == 100 else 4
-        low, high = entry["ci95"] or (math.nan, math.nan)
         body.append([
             entry["protocol"], entry["level"], entry["metric"] + (" %" if scale == 100 else ""), str(entry["n"]),
             f"{scale * entry['a']:.{digits}f}", f"{scale * entry['b']:.{digits}f}",
-            f"{scale * entry['difference']:+.{digits}f}", f"[{scale * low:+.{digits}f}, {scale * high:+.{digits}f}]",
+            f"{scale * entry['difference']:+.{digits}f}", _shown_interval(entry, lambda bound: f"{scale * bound:+.{digits}f}"),
             f"p={format_p(entry['p'])}", f"{entry['favour_b']}/{entry['favour_a']}", f"{scale * entry['mdd']:.{digits}f}",
         ])
     widths = [max(len(line[i]) for line in [headers, *body]) for i in range(len(headers))]
@@ -246,11 +250,11 @@ def markdown(comparisons: Sequence[dict[str, Any]]) -> str:
         for entry in comparison["comparisons"]:
             scale, _ = _scale(entry)
             digits = 2 if scale == 100 else 4
-            low, high = entry["ci95"] or (math.nan, math.nan)
+            shown = _shown_interval(entry, lambda bound: f"{scale * bound:+.{digits}f}")
             lines.append(
                 f"| {entry['protocol']} | {entry['level']} | {entry['metric']}{' %' if scale == 100 else ''} | "
                 f"{entry['n']} | {scale * entry['a']:.{digits}f} | {scale * entry['b']:.{digits}f} | "
-                f"{scale * entry['difference']:+.{digits}f} | [{scale * low:+.{digits}f}, {scale * high:+.{digits}f}] | "
+                f"{scale * entry['difference']:+.{digits}f} | {shown} | "
                 f"{format_p(entry['p'])} | {format_p(entry['p_dialogues'])} | {entry['favour_b']} / {entry['favour_a']} | "
                 f"{scale * entry['mdd']:.{digits}f} |")
         lines += ["", "### Flipped samples", "", "| protocol | level | metric | direction | by category | by tool |",
