@@ -23,7 +23,9 @@ For each protocol, level and metric present in both runs, on the samples both sc
 Runs are compared only when they describe the same experiment apart from the model: same data
 revision, protocols, prompt format and subset (classic runs) or setting, trials and limits
 (agentic runs). Otherwise :class:`RunMismatch` says what differs, unless ``allow_mismatch``, which
-compares the samples they share and lists the differences in the output.
+compares the samples they share and lists the differences in the output. A setting a run did not
+record (``apibank score`` of a file that does not say its prompt format) is unknown: listed under
+``unknown``, never a difference.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from apibank.report.intervals import bracket, no_interval_reason, percentile_interval, resample_weights
-from apibank.report.runs import BINARY_METRICS, Run, Sample
+from apibank.report.runs import BINARY_METRICS, RECORDED_IF_KNOWN, Run, Sample
+from apibank.report.table import shown_setting
 
 ALPHA = 0.05
 POWER_FACTOR = 1.959964 + 0.841621  # z(0.975) + z(0.80)
@@ -74,11 +77,13 @@ def format_p(p: float) -> str:
 
 
 def differences(a: Run, b: Run) -> list[str]:
-    """What differs between the runs' experiments, one phrase each (empty when comparable)."""
+    """What differs between the runs' experiments, one phrase each (empty when comparable); a setting
+    one run did not record is unknown, not different (:func:`unknowns`)."""
     out = []
     mine, theirs = a.identity(), b.identity()
+    unknown = a.unrecorded() | b.unrecorded()
     for key in dict.fromkeys([*mine, *theirs]):
-        if mine.get(key) != theirs.get(key):
+        if key not in unknown and mine.get(key) != theirs.get(key):
             out.append(f"{key}: {mine.get(key)!r} vs {theirs.get(key)!r}")
     unequal = []
     for key in sorted(set(a.samples) | set(b.samples), key=_order):
@@ -89,6 +94,14 @@ def differences(a: Run, b: Run) -> list[str]:
         shown = "; ".join(unequal[:3]) + (f"; and {len(unequal) - 3} more" if len(unequal) > 3 else "")
         out.append(f"scored samples differ in {len(unequal)} protocol/level/metric groups ({shown})")
     return out
+
+
+def unknowns(a: Run, b: Run) -> list[str]:
+    """The settings either run did not record, one phrase each: they may differ, nobody knows."""
+    mine, theirs = a.identity(), b.identity()
+    return [f"{key} not recorded in {' and '.join(name for name, run in (('A', a), ('B', b)) if key in run.unrecorded())} "
+            f"({shown_setting(mine[key])} vs {shown_setting(theirs[key])}): compared as unknown, not as different"
+            for key in RECORDED_IF_KNOWN if key in a.unrecorded() | b.unrecorded()]
 
 
 def _order(key: tuple[str, str, str]) -> tuple:
@@ -203,6 +216,7 @@ def compare_runs(a: Run, b: Run, *, allow_mismatch: bool = False) -> dict[str, A
         "a": {"path": str(a.path), "model": (a.results.get("model") or {}).get("id"), "kind": a.kind},
         "b": {"path": str(b.path), "model": (b.results.get("model") or {}).get("id"), "kind": b.kind},
         "mismatch": differs,
+        "unknown": unknowns(a, b),
         "method": {
             "difference": "B - A on the samples both runs scored (accuracy in 0-1 units, ROUGE-L 0-1)",
             "ci95": "percentile bootstrap over dialogues (episodes), both runs resampled together",
@@ -229,8 +243,8 @@ def text_table(comparison: dict[str, Any]) -> str:
             f"p={format_p(entry['p'])}", f"{entry['favour_b']}/{entry['favour_a']}", f"{scale * entry['mdd']:.{digits}f}",
         ])
     widths = [max(len(line[i]) for line in [headers, *body]) for i in range(len(headers))]
-    lines = [f"A: {comparison['a']['path']} ({comparison['a']['model']})",
-             f"B: {comparison['b']['path']} ({comparison['b']['model']})"]
+    lines = [f"A: {comparison['a']['path']} ({shown_setting(comparison['a']['model'])})",
+             f"B: {comparison['b']['path']} ({shown_setting(comparison['b']['model'])})"]
     lines += [f"mismatch (compared anyway): {item}" for item in comparison["mismatch"]]
     lines.append("  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip())
     lines.append("  ".join("-" * w for w in widths))
@@ -242,9 +256,10 @@ def markdown(comparisons: Sequence[dict[str, Any]]) -> str:
     """All comparisons as a Markdown report: tables, method, flipped samples by category and tool."""
     lines = ["# API-Bank run comparison", ""]
     for comparison in comparisons:
-        lines += [f"## B = `{comparison['b']['path']}` ({comparison['b']['model']}) vs "
-                  f"A = `{comparison['a']['path']}` ({comparison['a']['model']})", ""]
+        lines += [f"## B = `{comparison['b']['path']}` ({shown_setting(comparison['b']['model'])}) vs "
+                  f"A = `{comparison['a']['path']}` ({shown_setting(comparison['a']['model'])})", ""]
         lines += [f"- mismatch (compared anyway): {item}" for item in comparison["mismatch"]]
+        lines += [f"- {item}" for item in comparison["unknown"]]
         lines += ["| protocol | level | metric | n | A | B | B-A | 95% CI | p | p (dialogues) | favour B / A | mdd |",
                   "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for entry in comparison["comparisons"]:

@@ -8,6 +8,11 @@ from apibank.benchmark import LEVELS, PROTOCOLS
 from apibank.report.intervals import bracket
 
 
+def shown_setting(value: Any) -> str:
+    """A run's setting as text: ``unknown`` where the run did not record it (None)."""
+    return "unknown" if value is None else str(value)
+
+
 def _interval(cell: Mapping[str, Any], scale: float, digits: int, intervals: bool) -> str:
     """`` [low, high]`` from the cell's ``ci95`` (:mod:`apibank.report.intervals`), `` [reason]`` where it
     has none (one dialogue); empty when not shown."""

@@ -37,6 +37,7 @@
     return el("pre", {}, text === undefined ? "null" : text);
   }
   function pct(x) { return x === null || x === undefined ? "-" : (100 * x).toFixed(2) + "%"; }
+  function known(x) { return x === null || x === undefined ? "unknown" : x; }
   function num(x, d) { return x === null || x === undefined ? "-" : Number(x).toFixed(d === undefined ? 4 : d); }
   function interval(ci, asPct, reason) {
     if (!Array.isArray(ci) || ci.length !== 2 || ci[0] === null) return reason ? el("div", { "class": "ci" }, reason) : null;
@@ -306,7 +307,7 @@
   function classicView(app) {
     var r = DATA.results, model = r.model || {};
     append(app, [el("h1", {}, "API-Bank: " + model.id),
-      el("p", { "class": "meta" }, "format " + r.format + " · backend " + model.backend + " · apibank " + r.apibank_version +
+      el("p", { "class": "meta" }, "format " + known(r.format) + " · backend " + known(model.backend) + " · apibank " + r.apibank_version +
         " · " + r.date + (r.subset ? " · SUBSET (limit " + r.limit + ")" : "")),
       el("h2", {}, "Summary"), classicSummary(r)]);
     append(app, classicErrors(r));
