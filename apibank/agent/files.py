@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from apibank.report.intervals import bracket
+
 
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.2f}%"
@@ -15,11 +17,11 @@ def _num(value: float | None) -> str:
 
 
 def _ci(summary: Mapping[str, Any], figure: str, percent: bool = False) -> str:
-    """`` [low, high]``: the figure's 95% interval over episodes, when the summary has one."""
+    """`` [low, high]``: the figure's 95% interval over episodes, `` [reason]`` where there is none (one episode)."""
     bounds = (summary.get("ci95") or {}).get(figure)
-    if not bounds:
-        return ""
-    return f" [{100 * bounds[0]:.2f}, {100 * bounds[1]:.2f}]" if percent else f" [{bounds[0]:.4f}, {bounds[1]:.4f}]"
+    reason = summary.get("ci95_reason") if summary.get(figure) is not None else None
+    shown = bracket(bounds, reason, (lambda b: f"{100 * b:.2f}") if percent else (lambda b: f"{b:.4f}"))
+    return f" {shown}" if shown else ""
 
 
 def summary_table(levels: Mapping[str, Mapping[str, Any]]) -> str:

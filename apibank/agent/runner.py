@@ -258,7 +258,16 @@ def summarise(episodes: EpisodeSet, records: Iterable[dict[str, Any]], trials: i
         "gold_reads_drifted": drifted,
         "skipped_files": episodes.skipped,
         "ci95": _intervals(by_episode, rouge_by_episode, trials, episodes.level),
+        **_no_interval(by_episode),
     }
+
+
+def _no_interval(by_episode: dict[str, list[bool]]) -> dict[str, str]:
+    """``{"ci95_reason": ...}`` where the episodes give no interval (one episode), else nothing."""
+    from apibank.report.intervals import no_interval_reason
+
+    reason = no_interval_reason(len(by_episode), "episode") if by_episode else None
+    return {"ci95_reason": reason} if reason else {}
 
 
 def _intervals(by_episode: dict[str, list[bool]], rouge: dict[str, list[float]], trials: int, level: str) -> dict:

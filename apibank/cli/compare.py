@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 from pathlib import Path
 
 from apibank.errors import UsageError
@@ -42,6 +43,10 @@ def run(args: argparse.Namespace) -> int:
         comparisons = [compare_runs(runs[0], other, allow_mismatch=args.allow_mismatch) for other in runs[1:]]
     except (NotARun, RunMismatch) as error:
         raise UsageError(str(error)) from None
+    for comparison in comparisons:
+        for item in comparison["unknown"]:
+            print(f"apibank compare: note: {item} ({comparison['a']['path']} vs {comparison['b']['path']})",
+                  file=sys.stderr)
     output = Path(args.output) if args.output else default_output([run.path for run in runs])
     output.mkdir(parents=True, exist_ok=True)
     atomic_write_text(output / "compare.json", dumps_strict({"comparisons": comparisons}, indent=2) + "\n")

@@ -1,17 +1,18 @@
 """``apibank inspect-model``: prepare Gemma 3 270M (the test extra's GGUF) for inspect-ai's ``hf/``
-provider and print the ``inspect eval`` command that runs the benchmark's task on it offline."""
+provider and print the ``inspect eval`` command that runs the benchmark's task on it offline (no Hub
+request: ``HF_HUB_OFFLINE=1``; logs under ``OUTPUT/logs``)."""
 
 from __future__ import annotations
 
 import argparse
-import shlex
 
 from apibank.benchmark import LEVEL_NUMBERS
 from apibank.cli.flags import add_output
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    add_output(parser, "folder for the converted tokenizer (required)")
+    add_output(parser, "folder for the converted tokenizer and, under logs/, the printed command's inspect logs "
+                       "(required)")
     parser.add_argument("--data-dir", default=None, help="local copy of the upstream API-Bank folder for the task")
     parser.add_argument("--level", type=int, choices=LEVEL_NUMBERS, default=1, help="the task's level (default 1)")
     parser.add_argument("--limit", type=int, default=2, help="samples the printed command runs (default 2)")
@@ -20,10 +21,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from apibank.cli.folders import check_writable
     from apibank.errors import UsageError
-    from apibank.evals.local_model import inspect_command, prepare_tokenizer
+    from apibank.evals.local_model import inspect_command, prepare_tokenizer, shell_command
 
     if args.limit < 1:
         raise UsageError(f"--limit {args.limit}: must be at least 1")
-    folder = prepare_tokenizer(check_writable(args.output))
-    print(shlex.join(inspect_command(folder.resolve(), level=args.level, limit=args.limit, data_dir=args.data_dir)))
+    folder = prepare_tokenizer(check_writable(args.output)).resolve()
+    print(shell_command(inspect_command(folder, level=args.level, limit=args.limit, data_dir=args.data_dir,
+                                        log_dir=folder / "logs")))
     return 0

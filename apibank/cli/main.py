@@ -5,7 +5,7 @@ subcommand's arguments) and ``run(args) -> int`` (does the work, returns the exi
 modules are imported only when their subcommand runs, so ``apibank ls`` never loads torch.
 
 A mistake the user can fix (an :class:`apibank.errors.UserError`, missing data, a file that cannot be
-written) ends in one line of at most :data:`MAX_LINE` characters on stderr saying what is wrong and what
+written, an argument argparse refuses) ends in one line of at most :data:`MAX_LINE` characters on stderr saying what is wrong and what
 to do, with exit status 2 and no traceback; a longer text (a list of missing files) goes to a file the
 line names. ``--debug`` shows the traceback and the whole text.
 """
@@ -16,7 +16,7 @@ import argparse
 import importlib
 import sys
 import tempfile
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 # subcommand -> (module providing configure/run, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -36,13 +36,35 @@ INTERRUPTED = 130
 MAX_LINE = 300
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with the package's convention for mistakes: one line naming what is wrong (an unknown
+    choice, a missing argument) and where the usage is, instead of the whole usage before it.
+    Subcommand parsers are of this class too (``add_subparsers`` makes its parsers of the parent's)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.subcommands: dict[str, Parser] = {}
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE_ERROR, f"{self.prog}: error: {' '.join(message.split())}; see {self.prog} --help\n")
+
+    def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                   namespace: argparse.Namespace | None = None) -> argparse.Namespace:
+        # An unknown flag is the subcommand's mistake: its line points at the subcommand's --help.
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            self.subcommands.get(getattr(parsed, "command", None), self).error(
+                f"unrecognized arguments: {' '.join(extra)}")
+        return parsed
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="apibank", description="API-Bank tool-use benchmark")
+    parser = Parser(prog="apibank", description="API-Bank tool-use benchmark")
     parser.add_argument("--version", action=_Version, help="print the version and exit")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_name, help_text) in SUBCOMMANDS.items():
-        sub = commands.add_parser(name, help=help_text, description=help_text)
+        sub = parser.subcommands[name] = commands.add_parser(name, help=help_text, description=help_text)
         sub.set_defaults(_module=module_name)
         sub.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                          help="show the traceback of an error")

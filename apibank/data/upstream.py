@@ -25,6 +25,7 @@ import tempfile
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from functools import lru_cache
@@ -181,35 +182,57 @@ def resolve_data_dir(data_dir: str | os.PathLike[str] | None = None) -> Path | N
     return None
 
 
-def _download(url: str, timeout: float, *, limit: int, deadline: float | None = None) -> bytes:
-    """At most ``limit`` bytes from ``url`` within ``deadline`` seconds in all (each read within ``timeout``)."""
+# What every failed download ends with: the way to work without the network.
+OFFLINE_HINT = "to work offline, pass --data-dir DIR (data_dir= in Python): a local copy of the upstream api-bank folder"
+
+
+def _download(url: str, name: str, timeout: float, *, limit: int, deadline: float | None = None) -> bytes:
+    """At most ``limit`` bytes from ``url`` within ``deadline`` seconds in all (each read within ``timeout``);
+    a failure names the file as ``name`` (its upstream path) and the host, short enough for one line."""
     total = deadline if deadline is not None else 5 * timeout
     ends = time.monotonic() + total
+    shown = f"{name} from {urllib.parse.urlsplit(url).netloc}"
+
+    def failed(reason: str) -> UpstreamDataError:
+        return UpstreamDataError(f"could not download {shown}: {reason}; {OFFLINE_HINT}")
+
     try:
         with urllib.request.urlopen(url, timeout=min(timeout, total)) as response:
             declared = response.headers.get("Content-Length")
             if declared is not None and declared.strip().isdigit() and int(declared) > limit:
-                raise UpstreamDataError(f"could not download {url}: {declared} bytes announced, more than the pinned {limit}")
+                raise failed(f"{declared} bytes announced, more than the pinned {limit}")
             chunks, size = [], 0
             while True:
                 left = ends - time.monotonic()
                 if left <= 0:
-                    raise UpstreamDataError(f"could not download {url}: not complete within {total:g} s")
+                    raise failed(f"not complete within {total:g} s")
                 _set_read_timeout(response, min(timeout, left))
                 chunk = response.read1(DOWNLOAD_CHUNK) if hasattr(response, "read1") else response.read(DOWNLOAD_CHUNK)
                 if not chunk:
                     break
                 size += len(chunk)
                 if size > limit:
-                    raise UpstreamDataError(f"could not download {url}: more than the pinned {limit} bytes")
+                    raise failed(f"more than the pinned {limit} bytes")
                 chunks.append(chunk)
             return b"".join(chunks)
     except UpstreamDataError:
         raise
     except Exception as error:  # URLError, HTTPError, timeouts, IncompleteRead, bad headers, TLS errors
         if time.monotonic() >= ends - 0.05:  # the last read waited for what was left of the deadline
-            raise UpstreamDataError(f"could not download {url}: not complete within {total:g} s") from error
-        raise UpstreamDataError(f"could not download {url}: {type(error).__name__}: {error}") from error
+            raise failed(f"not complete within {total:g} s") from error
+        raise failed(_why(error)) from error
+
+
+def _why(error: Exception) -> str:
+    """A failed request in the system's words (``Name or service not known``, ``HTTP 404 Not Found``)."""
+    if isinstance(error, urllib.error.HTTPError):
+        return f"HTTP {error.code} {error.reason}"
+    reason = getattr(error, "reason", None) if isinstance(error, urllib.error.URLError) else None
+    if isinstance(reason, OSError) and reason.strerror:
+        return reason.strerror
+    if isinstance(reason, str) and reason:
+        return reason
+    return f"{type(error).__name__}: {error}"
 
 
 def _set_read_timeout(response: object, seconds: float) -> None:
@@ -260,7 +283,7 @@ def fetch(
         except UpstreamDataError:  # a damaged cache entry is fetched again
             target.unlink(missing_ok=True)
     url = manifest().url(path, os.environ.get(BASE_URL_ENV))
-    data = _download(url, timeout, limit=size_cap(entry), deadline=deadline)
+    data = _download(url, path, timeout, limit=size_cap(entry), deadline=deadline)
     verify(entry, data, url)
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile(dir=target.parent, delete=False) as handle:

@@ -11,7 +11,7 @@ episode's ``Session``, discovery), and the judge of what was achieved (:mod:`api
 shared with ``apibank agent``.
 
     inspect eval apibank/evals/agentic.py@apibank_agentic -T level=level-3 -T setting=all-tools \\
-        --model mockllm/model --limit 3
+        --model mockllm/model --limit 3 --log-dir out/inspect-logs
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """API-Bank's classic per-step evaluation (levels 1-3, the paper's prompts) as an inspect-ai task.
 
-    inspect eval apibank/api_bank --model mockllm/model -T level=1 -T data_dir=../shared/apibank-upstream
+    inspect eval apibank/api_bank --model mockllm/model -T level=1 -T data_dir=../shared/apibank-upstream \
+        --log-dir out/inspect-logs
 
 Every test row of a level is one sample: the paper prompt (``instruction`` + newline + ``input``) as
 one user turn, the model's completion cut where the transcript's next turn would begin, judged by

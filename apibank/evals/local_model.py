@@ -10,6 +10,13 @@ GGUF's tokenizer to ``OUT`` (``tokenizer_path``) with the model layer's
 without a chat template: the tokenizer gets :data:`PLAIN_TEMPLATE`, which passes the paper prompt
 through unchanged (the prompt already ends with ``Generate API Request:`` or ``Generate AI Response:``),
 so the model simply continues the transcript.
+
+The printed command runs with ``HF_HUB_OFFLINE=1``: besides the model it loads from ``model_path``,
+inspect-ai looks the model's name up once more to describe it (``get_model("hf/gemma-3-270m")`` with no
+arguments, i.e. ``from_pretrained("gemma-3-270m")``), and online that is a Hub request for
+``adapter_config.json`` and ``config.json`` retried five times each (about 48 s) before it gives up.
+Offline the lookup fails at once and changes nothing else. Its logs go to ``OUT/logs``
+(``--log-dir``), not to ``./logs``.
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ from pathlib import Path
 
 # The messages' text as is, nothing around it: a base model continues the paper prompt.
 PLAIN_TEMPLATE = "{% for message in messages %}{{ message['content'] }}{% endfor %}"
+# The environment the command runs in: no Hub request for a model that is on disk.
+OFFLINE_ENV = {"HF_HUB_OFFLINE": "1"}
 
 
 def gguf_path() -> Path:
@@ -35,7 +44,8 @@ def prepare_tokenizer(out: str | Path, chat_template: str = PLAIN_TEMPLATE) -> P
 
 
 def inspect_command(tokenizer_dir: str | Path, *, level: int = 1, limit: int = 2, max_tokens: int = 48,
-                    data_dir: str | None = None) -> list[str]:
+                    data_dir: str | None = None, log_dir: str | Path | None = None) -> list[str]:
+    """The ``inspect eval`` arguments (run them with :data:`OFFLINE_ENV`; :func:`shell_command` has both)."""
     model = gguf_path()
     command = [
         "inspect", "eval", "apibank/api_bank", "--model", "hf/gemma-3-270m",
@@ -45,4 +55,13 @@ def inspect_command(tokenizer_dir: str | Path, *, level: int = 1, limit: int = 2
     ]
     if data_dir:
         command += ["-T", f"data_dir={data_dir}"]
+    if log_dir is not None:
+        command += ["--log-dir", str(log_dir)]
     return command
+
+
+def shell_command(command: list[str]) -> str:
+    """``command`` as one shell line with :data:`OFFLINE_ENV` in front (``HF_HUB_OFFLINE=1 inspect eval ...``)."""
+    import shlex
+
+    return shlex.join([f"{name}={value}" for name, value in OFFLINE_ENV.items()] + command)

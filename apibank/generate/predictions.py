@@ -58,7 +58,10 @@ def read_predictions(path: str | os.PathLike[str], *, allow_torn_tail: bool = Fa
             raise PredictionsFileError(f"{path}:{number}: a {type(record).__name__}, not a JSON object")
         if not isinstance(record.get("id"), str):
             raise PredictionsFileError(f"{path}:{number}: no string `id`")
-        if not isinstance(record.get("prediction"), str):
+        if "prediction" not in record:
+            raise PredictionsFileError(f"{path}:{number}: `prediction` of {record['id']!r} is missing; every line "
+                                       "needs the generated text as its `prediction`")
+        if not isinstance(record["prediction"], str):
             raise PredictionsFileError(f"{path}:{number}: `prediction` of {record['id']!r} is not a string")
         if record["id"] in first_line:
             raise PredictionsFileError(

@@ -69,7 +69,7 @@ CATEGORY_DESCRIPTIONS = {
     ABORT_MISSING_KEYWORDS: "paper, level 3: the original aborts on a ToolSearcher call without `keywords`",
     ABORT_CHECK_ERROR: "paper: the original aborts because the check raised an unexpected error",
     ABORT_EXECUTION_ERROR: "an unexpected error while executing the call (the original aborts)",
-    TIMEOUT: "the sample exceeded its time limit (the judging process is killed at the deadline)",
+    TIMEOUT: "the sample exceeded its CPU time limit (the judging process is killed at the limit)",
     MEMORY_LIMIT: "the sample exceeded the judging process's memory limit (or the process died)",
     EXECUTION_TYPE_ERROR: "level 3 paper: the tool raised TypeError (e.g. unknown coordinates), which lv3_evaluator "
     "counts as a failed (execution error) line",

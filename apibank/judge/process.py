@@ -19,6 +19,24 @@ def fork_available() -> bool:
     return hasattr(os, "fork")
 
 
+def own_clock() -> tuple[float, float]:
+    """This process's CPU seconds (user + system, counted as ``/proc`` counts them) and the monotonic time.
+
+    ``CLOCK_MONOTONIC`` is system-wide, so a parent may compare a child's reading with its own."""
+    times = os.times()
+    return times.user + times.system, time.monotonic()
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """The CPU seconds (user + system) process ``pid`` has used so far; None where ``/proc`` is missing."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            fields = handle.read().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def status_kb(field: str) -> int | None:
     try:
         with open("/proc/self/status", encoding="ascii") as handle:
@@ -62,8 +80,8 @@ PIPE_BYTES = 1 << 20
 def widen(connection: Any) -> None:
     """A 1 MiB pipe: the worker then rarely waits for the parent to read (Linux; elsewhere a no-op).
 
-    Reports queue up instead of each waking the parent; a report read late only makes the next
-    sample's deadline later, never earlier."""
+    Reports queue up instead of each waking the parent; a report read late changes no verdict (each
+    step's clock is the child's own, carried in its reports)."""
     try:
         import fcntl
 

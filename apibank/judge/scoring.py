@@ -314,8 +314,8 @@ def score(
     ``data_dir`` locates the upstream tool databases (default: ``$APIBANK_DATA_DIR`` or the verified
     download cache; every file is checked against the pinned manifest); ``retriever`` replaces the
     ToolSearcher backend. API rows are judged in a worker process (:mod:`apibank.judge.worker`):
-    ``timeout`` is each sample's deadline in seconds (None or ``inf``: none), enforced by killing the
-    worker, and ``memory_mb`` caps the worker's memory above the caller's (None: no cap). A sample
+    ``timeout`` is each sample's limit in seconds of the worker's CPU time (None or ``inf``: none; a
+    sample that uses no CPU is stopped after 30 times it in wall time), enforced by killing the worker, and ``memory_mb`` caps the worker's memory above the caller's (None: no cap). A sample
     that overruns either is judged ``TIMEOUT`` or ``MEMORY_LIMIT``. The caller's signals and timers
     are not touched. ``progress`` is called with (judging steps done, steps in all) as they finish.
     """

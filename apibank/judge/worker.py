@@ -6,14 +6,20 @@ judged in a child process forked from the caller once everything shared (parsed 
 ToolSearcher model and its catalogue embeddings) is loaded; the child inherits the work list and
 sends back one result per finished step. The parent waits on the pipe with a per-step deadline:
 
-* a step that does not report within ``timeout`` seconds gets an :class:`Overrun` (``TIMEOUT``), the
-  child is killed and a new one is forked at the next step;
+* a step that uses more than ``timeout`` seconds of CPU time gets an :class:`Overrun` (``TIMEOUT``),
+  the child is killed and a new one is forked at the next step. CPU time, not wall time, so that a
+  verdict does not depend on the machine's load or on how late the parent reads a report: each report
+  carries the child's CPU clock; the parent stops a running step once the child's clock (``/proc``)
+  is ``timeout`` past the last report's, and judges a step that reported over its limit (the parent
+  read too late to stop it) as if it had been stopped. A step that uses no CPU (blocked) is stopped
+  after ``WALL_FACTOR`` times ``timeout`` of wall time since the child's last report, as is any
+  step where ``/proc`` is missing;
 * the child's address space is capped (``RLIMIT_AS``) at what it inherited plus ``memory_mb``: a step
   that allocates more gets ``MemoryError`` in Python or dies in C, and is an :class:`Overrun`
   (``MEMORY_LIMIT``) either way.
 
-The worst case per step is therefore ``timeout`` plus one kill and fork (milliseconds) and
-``memory_mb`` of memory above the caller's, from any thread of the caller. One child serves a whole
+The worst case per step is therefore ``timeout`` of CPU time plus one kill and fork (milliseconds)
+and ``memory_mb`` of memory above the caller's, from any thread of the caller. One child serves a whole
 ``score()`` call, so the overhead is one fork plus one pickled message per step.
 
 Steps are grouped: a handler gets the state its group carried from the previous step (the paper
@@ -44,13 +50,17 @@ from typing import Any, Callable, Hashable, Sequence
 
 from apibank.benchmark import JUDGE_MEMORY_MB
 from apibank.judge.categories import MEMORY_LIMIT, TIMEOUT
-from apibank.judge.process import Child, fork_available, limit_memory, reset_peak, status_kb, widen
+from apibank.judge.process import (
+    Child, cpu_seconds, fork_available, limit_memory, own_clock, reset_peak, status_kb, widen,
+)
 
 DEFAULT_MEMORY_MB = JUDGE_MEMORY_MB
 # A fork is ready in milliseconds; this only guards against a child that never starts.
 READY_WAIT_S = 120.0
 # The longest single wait asked of the system; longer deadlines are waited for in parts.
 LONGEST_WAIT_S = 86_400.0
+# A step that uses no CPU (blocked) is stopped after this many times its CPU limit of wall time.
+WALL_FACTOR = 30.0
 
 
 @dataclass(frozen=True)
@@ -96,7 +106,7 @@ def _child(
     limit_memory(memory_mb)
     if after_fork is not None:
         after_fork()
-    connection.send(("ready", None, None))
+    connection.send(("ready", None, own_clock()))
     for index in range(start, len(steps)):
         step = steps[index]
         if index > start and steps[index - 1].group != step.group:
@@ -115,9 +125,10 @@ def _child(
             peak = max(0, (high or baseline) - baseline) / 1024
         following = index + 1 < len(steps) and steps[index + 1].group == step.group
         try:
-            connection.send((index, result, (state if following else None, peak)))
+            connection.send((index, result, (state if following else None, peak, own_clock())))
         except MemoryError:
-            connection.send((index, Overrun(MEMORY_LIMIT, "the step's result exceeded the memory limit"), (state, peak)))
+            connection.send((index, Overrun(MEMORY_LIMIT, "the step's result exceeded the memory limit"),
+                             (state, peak, own_clock())))
         except (BrokenPipeError, EOFError):
             raise
         except Exception as error:  # a result that cannot be pickled is a judge bug: say so in the parent
@@ -228,18 +239,24 @@ def _collect(receiver: Any, process: Any, steps: Sequence[Step], position: int, 
     if not receiver.poll(READY_WAIT_S):
         raise RuntimeError("the judging worker process did not start")
     try:
-        receiver.recv()  # "ready": the first step's clock starts now
+        _, _, clock = receiver.recv()  # "ready": the first step's clock starts at the child's reading
     except EOFError:
         process.join(5)
         raise RuntimeError(f"the judging worker process failed to start (exit code {process.exitcode})") from None
     group_state = state
+
+    def overrun(kind: str, message: str) -> tuple[int, Any]:
+        # The child is killed and a new one resumes after this step with the state from before it.
+        results[position] = Overrun(kind, message)
+        if progress is not None:
+            progress(position + 1, len(steps))
+        return position + 1, _state_after(steps, position, group_state)
+
     while True:
         if position < len(steps):
-            if not _wait(receiver, timeout):
-                results[position] = Overrun(TIMEOUT, f"the sample exceeded its time limit of {timeout} s")
-                if progress is not None:
-                    progress(position + 1, len(steps))
-                return position + 1, _state_after(steps, position, group_state)
+            late = _await_step(receiver, process.pid, clock, timeout)
+            if late is not None:
+                return overrun(TIMEOUT, late)
         elif not receiver.poll(READY_WAIT_S):  # every step reported; only the cache is missing
             return position, None
         try:
@@ -248,13 +265,8 @@ def _collect(receiver: Any, process: Any, steps: Sequence[Step], position: int, 
             if position >= len(steps):
                 return position, None
             process.join(5)
-            results[position] = Overrun(
-                MEMORY_LIMIT,
-                f"the judging process died (exit code {process.exitcode}), presumably at its memory limit of {memory_mb} MB",
-            )
-            if progress is not None:
-                progress(position + 1, len(steps))
-            return position + 1, _state_after(steps, position, group_state)
+            return overrun(MEMORY_LIMIT, f"the judging process died (exit code {process.exitcode}), presumably at "
+                                         f"its memory limit of {memory_mb} MB")
         index, result, extra = message
         if index == "error":
             raise result
@@ -262,13 +274,48 @@ def _collect(receiver: Any, process: Any, steps: Sequence[Step], position: int, 
             if merge is not None:
                 merge(result)
             return len(steps), None
+        next_state, peak, next_clock = extra
+        if timeout is not None and next_clock[0] - clock[0] > timeout:
+            # Finished, but over its CPU time: the same verdict as if it had been stopped in time (the
+            # parent read the reports too late to stop it).
+            return overrun(TIMEOUT, _cpu_overrun(timeout))
         results[index] = result
-        group_state, peak = extra
+        group_state, clock = next_state, next_clock
         if peak is not None:
             peaks[index] = peak
         position = index + 1
         if progress is not None:
             progress(position, len(steps))
+
+
+def _cpu_overrun(timeout: float) -> str:
+    return f"the sample exceeded its time limit of {timeout} s of CPU time"
+
+
+def _await_step(receiver: Any, pid: int, clock: tuple[float, float], timeout: float | None) -> str | None:
+    """Wait for the child's next report; the reason it overran instead, or None once a report is there.
+
+    ``clock`` is the child's (CPU, monotonic) reading at its last report: the step began then, however
+    late the parent reads it, and only CPU time the child itself uses counts against ``timeout``."""
+    if timeout is None:
+        receiver.poll(None)
+        return None
+    started_cpu, started = clock
+    wall_limit = timeout * WALL_FACTOR
+    while True:
+        cpu = cpu_seconds(pid)  # None without /proc: then only the wall limit stops a step early
+        used = 0.0 if cpu is None else cpu - started_cpu
+        waited = time.monotonic() - started
+        if used > timeout or waited >= wall_limit:
+            if receiver.poll(0):  # it reported meanwhile
+                return None
+            if used > timeout:
+                return _cpu_overrun(timeout)
+            return f"the sample did not finish within {wall_limit:g} s of wall time (its limit is {timeout} s of CPU time)"
+        # The child cannot use more CPU than the wall time that passes (one thread), so this never
+        # waits past the limit by more than the clock's resolution.
+        if _wait(receiver, max(0.005, min(timeout - used, wall_limit - waited))):
+            return None
 
 
 def _wait(receiver: Any, seconds: float | None) -> bool:

@@ -38,7 +38,7 @@ from apibank.generate.backends import Backend, make_backend
 from apibank.generate.predictions import read_predictions, write_predictions
 from apibank.generate.runner import generate_predictions, sized_settings
 from apibank.benchmark import DEFAULT_PROTOCOL, PROTOCOLS
-from apibank.pipeline.results import build_results, parse_price, usage_totals
+from apibank.pipeline.results import build_results, parse_price, recorded, usage_totals
 from apibank.pipeline.rows import level_of, limit_rows, load_rows
 
 
@@ -220,9 +220,9 @@ def score_file(
     previous_usage = run.get("usage") or {}
     price = previous_usage.get("price_per_mtok")
     results = build_results(
-        scores, rows, model_info=info, fmt=run.get("format", first.get("format")),
+        scores, rows, model_info=info, fmt=run.get("format", recorded(records, "format")),
         decoding=run.get("decoding", first.get("decoding")), batch_size=run.get("batch_size"),
-        limit=run.get("limit"), kinds=run.get("kinds"), icl=bool(run.get("icl", False)), dataset_id=dataset_id,
+        limit=run.get("limit"), kinds=run.get("kinds"), icl=run.get("icl"), dataset_id=dataset_id,
         usage=usage_totals(records, price_per_mtok=(price["prompt"], price["generated"]) if price else None,
                            wall_seconds=previous_usage.get("wall_seconds")),
         subset=bool(run.get("subset")) or len(rows) < len(level_rows),

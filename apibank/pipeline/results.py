@@ -10,7 +10,7 @@ from typing import Any, Mapping, Sequence
 from apibank.files import DETAILS_FILE, PREDICTIONS_FILE, REPORT_FILE
 from apibank.benchmark import LEVELS, PROTOCOLS, SAMPLE_KINDS
 from apibank.report.annotate import annotate_scores
-from apibank.report.table import format_table
+from apibank.report.table import format_table, shown_setting
 
 
 
@@ -129,6 +129,12 @@ def _revision(scores: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> s
     return None
 
 
+def recorded(records: Sequence[Mapping[str, Any]], key: str) -> Any:
+    """The value of ``key`` that every prediction record gives; None (unknown) where they differ or lack it."""
+    values = [record.get(key) for record in records]
+    return values[0] if values and all(value == values[0] for value in values) else None
+
+
 def build_results(
     scores: Mapping[str, Any],
     rows: Sequence[Mapping[str, Any]],
@@ -139,7 +145,7 @@ def build_results(
     batch_size: int | None,
     limit: int | None,
     kinds: Sequence[str] | None = None,
-    icl: bool = False,
+    icl: bool | None = False,
     dataset_id: str | None = None,
     usage: Mapping[str, Any] | None = None,
     subset: bool | None = None,
@@ -190,7 +196,8 @@ def subset_flags(results: Mapping[str, Any]) -> str:
 def results_table(results: Mapping[str, Any]) -> str:
     model = results.get("model", {})
     title = (
-        f"API-Bank: model={model.get('id')} format={results.get('format')} backend={model.get('backend')}"
+        f"API-Bank: model={shown_setting(model.get('id'))} format={shown_setting(results.get('format'))} "
+        f"backend={shown_setting(model.get('backend'))}"
         + (f" ({model['backend_choice']})" if model.get("backend_choice") else "")
         + ((f" (subset: {subset_flags(results)})" if subset_flags(results) else " (subset)") if results.get("subset")
            else "")

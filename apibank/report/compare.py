@@ -23,21 +23,23 @@ For each protocol, level and metric present in both runs, on the samples both sc
 Runs are compared only when they describe the same experiment apart from the model: same data
 revision, protocols, prompt format and subset (classic runs) or setting, trials and limits
 (agentic runs). Otherwise :class:`RunMismatch` says what differs, unless ``allow_mismatch``, which
-compares the samples they share and lists the differences in the output.
+compares the samples they share and lists the differences in the output. A setting a run did not
+record (``apibank score`` of a file that does not say its prompt format) is unknown: listed under
+``unknown``, never a difference.
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from fractions import Fraction
 from math import comb
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from apibank.report.intervals import percentile_interval, resample_weights
-from apibank.report.runs import BINARY_METRICS, Run, Sample
+from apibank.report.intervals import bracket, no_interval_reason, percentile_interval, resample_weights
+from apibank.report.runs import BINARY_METRICS, RECORDED_IF_KNOWN, Run, Sample
+from apibank.report.table import shown_setting
 
 ALPHA = 0.05
 POWER_FACTOR = 1.959964 + 0.841621  # z(0.975) + z(0.80)
@@ -75,11 +77,13 @@ def format_p(p: float) -> str:
 
 
 def differences(a: Run, b: Run) -> list[str]:
-    """What differs between the runs' experiments, one phrase each (empty when comparable)."""
+    """What differs between the runs' experiments, one phrase each (empty when comparable); a setting
+    one run did not record is unknown, not different (:func:`unknowns`)."""
     out = []
     mine, theirs = a.identity(), b.identity()
+    unknown = a.unrecorded() | b.unrecorded()
     for key in dict.fromkeys([*mine, *theirs]):
-        if mine.get(key) != theirs.get(key):
+        if key not in unknown and mine.get(key) != theirs.get(key):
             out.append(f"{key}: {mine.get(key)!r} vs {theirs.get(key)!r}")
     unequal = []
     for key in sorted(set(a.samples) | set(b.samples), key=_order):
@@ -90,6 +94,14 @@ def differences(a: Run, b: Run) -> list[str]:
         shown = "; ".join(unequal[:3]) + (f"; and {len(unequal) - 3} more" if len(unequal) > 3 else "")
         out.append(f"scored samples differ in {len(unequal)} protocol/level/metric groups ({shown})")
     return out
+
+
+def unknowns(a: Run, b: Run) -> list[str]:
+    """The settings either run did not record, one phrase each: they may differ, nobody knows."""
+    mine, theirs = a.identity(), b.identity()
+    return [f"{key} not recorded in {' and '.join(name for name, run in (('A', a), ('B', b)) if key in run.unrecorded())} "
+            f"({shown_setting(mine[key])} vs {shown_setting(theirs[key])}): compared as unknown, not as different"
+            for key in RECORDED_IF_KNOWN if key in a.unrecorded() | b.unrecorded()]
 
 
 def _order(key: tuple[str, str, str]) -> tuple:
@@ -120,17 +132,20 @@ def _paired(key: tuple[str, str, str], a: Run, b: Run) -> dict[str, Any] | None:
     favour_b = int((diff > TOLERANCE).sum())
     favour_a = int((diff < -TOLERANCE).sum())
     floor = smallest_significant_count() / len(shared) if binary else 0.0
+    reason = no_interval_reason(len(clusters))  # one dialogue: every resample is the same
     entry: dict[str, Any] = {
         "protocol": protocol, "level": level, "metric": metric,
         "n": len(shared), "clusters": len(clusters),
         "a": float(x.mean()), "b": float(y.mean()), "difference": float(diff.mean()),
-        "ci95": percentile_interval(replicated),
+        "ci95": None if reason else percentile_interval(replicated),
         "p": sign_test(favour_b, favour_a),
         "p_dialogues": sign_test(int((cluster_diff > TOLERANCE).sum()), int((cluster_diff < -TOLERANCE).sum())),
         "favour_b": favour_b, "favour_a": favour_a,
         "se": round(spread, 12),
         "mdd": round(max(POWER_FACTOR * spread, floor), 12),
     }
+    if reason is not None:
+        entry["ci95_reason"] = reason
     if binary:
         flips = []
         for sample, l, r in zip(shared, left, right):
@@ -169,11 +184,14 @@ def _scale(entry: dict[str, Any]) -> tuple[float, str]:
 def summary_line(entry: dict[str, Any]) -> str:
     """One line per comparison, e.g. ``paper level-1 api: B-A = -2.51 points [-4.0, -1.0], p=0.0039 ...``."""
     scale, unit = _scale(entry)
-    low, high = entry["ci95"] or (math.nan, math.nan)
     return (f"{entry['protocol']} {entry['level']} {entry['metric']}: B-A = {scale * entry['difference']:+.4g}{unit} "
-            f"[{scale * low:+.4g}, {scale * high:+.4g}], p={format_p(entry['p'])} "
+            f"{_shown_interval(entry, lambda bound: f'{scale * bound:+.4g}')}, p={format_p(entry['p'])} "
             f"(n={entry['n']}, {entry['favour_b']} favour B, {entry['favour_a']} favour A, "
             f"mdd {scale * entry['mdd']:.3g}{unit})")
+
+
+def _shown_interval(entry: dict[str, Any], form: Callable[[float], str]) -> str:
+    return bracket(entry["ci95"], entry.get("ci95_reason"), form) or "-"
 
 
 def compare_runs(a: Run, b: Run, *, allow_mismatch: bool = False) -> dict[str, Any]:
@@ -198,6 +216,7 @@ def compare_runs(a: Run, b: Run, *, allow_mismatch: bool = False) -> dict[str, A
         "a": {"path": str(a.path), "model": (a.results.get("model") or {}).get("id"), "kind": a.kind},
         "b": {"path": str(b.path), "model": (b.results.get("model") or {}).get("id"), "kind": b.kind},
         "mismatch": differs,
+        "unknown": unknowns(a, b),
         "method": {
             "difference": "B - A on the samples both runs scored (accuracy in 0-1 units, ROUGE-L 0-1)",
             "ci95": "percentile bootstrap over dialogues (episodes), both runs resampled together",
@@ -217,16 +236,15 @@ def text_table(comparison: dict[str, Any]) -> str:
     for entry in comparison["comparisons"]:
         scale, _ = _scale(entry)
         digits = 2 if scale == 100 else 4
-        low, high = entry["ci95"] or (math.nan, math.nan)
         body.append([
             entry["protocol"], entry["level"], entry["metric"] + (" %" if scale == 100 else ""), str(entry["n"]),
             f"{scale * entry['a']:.{digits}f}", f"{scale * entry['b']:.{digits}f}",
-            f"{scale * entry['difference']:+.{digits}f}", f"[{scale * low:+.{digits}f}, {scale * high:+.{digits}f}]",
+            f"{scale * entry['difference']:+.{digits}f}", _shown_interval(entry, lambda bound: f"{scale * bound:+.{digits}f}"),
             f"p={format_p(entry['p'])}", f"{entry['favour_b']}/{entry['favour_a']}", f"{scale * entry['mdd']:.{digits}f}",
         ])
     widths = [max(len(line[i]) for line in [headers, *body]) for i in range(len(headers))]
-    lines = [f"A: {comparison['a']['path']} ({comparison['a']['model']})",
-             f"B: {comparison['b']['path']} ({comparison['b']['model']})"]
+    lines = [f"A: {comparison['a']['path']} ({shown_setting(comparison['a']['model'])})",
+             f"B: {comparison['b']['path']} ({shown_setting(comparison['b']['model'])})"]
     lines += [f"mismatch (compared anyway): {item}" for item in comparison["mismatch"]]
     lines.append("  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip())
     lines.append("  ".join("-" * w for w in widths))
@@ -238,19 +256,20 @@ def markdown(comparisons: Sequence[dict[str, Any]]) -> str:
     """All comparisons as a Markdown report: tables, method, flipped samples by category and tool."""
     lines = ["# API-Bank run comparison", ""]
     for comparison in comparisons:
-        lines += [f"## B = `{comparison['b']['path']}` ({comparison['b']['model']}) vs "
-                  f"A = `{comparison['a']['path']}` ({comparison['a']['model']})", ""]
+        lines += [f"## B = `{comparison['b']['path']}` ({shown_setting(comparison['b']['model'])}) vs "
+                  f"A = `{comparison['a']['path']}` ({shown_setting(comparison['a']['model'])})", ""]
         lines += [f"- mismatch (compared anyway): {item}" for item in comparison["mismatch"]]
+        lines += [f"- {item}" for item in comparison["unknown"]]
         lines += ["| protocol | level | metric | n | A | B | B-A | 95% CI | p | p (dialogues) | favour B / A | mdd |",
                   "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for entry in comparison["comparisons"]:
             scale, _ = _scale(entry)
             digits = 2 if scale == 100 else 4
-            low, high = entry["ci95"] or (math.nan, math.nan)
+            shown = _shown_interval(entry, lambda bound: f"{scale * bound:+.{digits}f}")
             lines.append(
                 f"| {entry['protocol']} | {entry['level']} | {entry['metric']}{' %' if scale == 100 else ''} | "
                 f"{entry['n']} | {scale * entry['a']:.{digits}f} | {scale * entry['b']:.{digits}f} | "
-                f"{scale * entry['difference']:+.{digits}f} | [{scale * low:+.{digits}f}, {scale * high:+.{digits}f}] | "
+                f"{scale * entry['difference']:+.{digits}f} | {shown} | "
                 f"{format_p(entry['p'])} | {format_p(entry['p_dialogues'])} | {entry['favour_b']} / {entry['favour_a']} | "
                 f"{scale * entry['mdd']:.{digits}f} |")
         lines += ["", "### Flipped samples", "", "| protocol | level | metric | direction | by category | by tool |",

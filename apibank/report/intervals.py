@@ -16,6 +16,10 @@ Properties that follow from the method:
   a correct row are counted as one draw, not as independent evidence;
 * a score with no variation in the run (every row correct, or every row wrong) gives a zero-width
   interval: no resample can differ. It says "no error observed", not "no uncertainty";
+* a score over one dialogue has no interval (``ci95`` is None and ``ci95_reason`` says why): every
+  resample of one cluster is that cluster, so its interval would have zero width however its rows
+  vary. The same holds for an overall score when any level has one dialogue (levels are resampled
+  apart), for paired comparisons and for agentic figures over one episode;
 * with few dialogues (level 2 and 3 have 50) a percentile bootstrap covers slightly less than its
   nominal level; ``tests/test_intervals.py`` measures coverage on simulated clustered data of
   this benchmark's shape.
@@ -31,7 +35,7 @@ from __future__ import annotations
 import copy
 import zlib
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -43,6 +47,20 @@ INTERVAL_NOTE = (
     "one dialogue are not independent, so whole dialogues are resampled. A score with no variation (e.g. "
     "100%) has a zero-width interval."
 )
+
+
+def no_interval_reason(clusters: int, unit: str = "dialogue") -> str | None:
+    """Why a bootstrap over ``clusters`` clusters gives no interval; None when it gives one (two or more)."""
+    if clusters >= 2:
+        return None
+    return f"one {unit}: no interval" if clusters == 1 else f"no {unit}: no interval"
+
+
+def bracket(bounds: Sequence[float] | None, reason: str | None, form: Callable[[float], str]) -> str:
+    """``[low, high]`` with each bound written by ``form``, ``[reason]`` when there is no interval, else ''."""
+    if bounds:
+        return f"[{form(bounds[0])}, {form(bounds[1])}]"
+    return f"[{reason}]" if reason else ""
 
 
 def dialogue_of(sample_id: str) -> str:
@@ -121,12 +139,17 @@ def _level_samples(details: Sequence[Mapping[str, Any]], protocol: str) -> dict[
     return out
 
 
-def _annotate(block: dict[str, Any] | None, reps: np.ndarray, grouped: Grouped) -> None:
+def _annotate(block: dict[str, Any] | None, reps: np.ndarray, grouped: Grouped, reason: str | None = None) -> None:
+    """Give ``block`` its interval, rows and clusters; ``reason`` (or a lone cluster) leaves it without interval."""
     if not isinstance(block, dict):
         return
-    block["ci95"] = percentile_interval(reps) if grouped.n else None
+    clusters = int((grouped.sizes > 0).sum())
+    reason = (reason or no_interval_reason(clusters)) if grouped.n else None
+    block["ci95"] = percentile_interval(reps) if grouped.n and reason is None else None
     block["n"] = grouped.n
-    block["clusters"] = int((grouped.sizes > 0).sum())
+    block["clusters"] = clusters
+    if reason is not None:
+        block["ci95_reason"] = reason
 
 
 def score_intervals(
@@ -138,14 +161,15 @@ def score_intervals(
 ) -> dict[str, Any]:
     """A copy of ``scores`` (the metric's per-protocol blocks) where every API accuracy, level-3 dialogue
     accuracy and ROUGE-L mean gains ``ci95`` ([low, high], the units of the score), ``n`` (rows) and
-    ``clusters`` (dialogues), computed from the per-sample ``details``."""
+    ``clusters`` (dialogues), computed from the per-sample ``details``; where there is no interval over
+    its rows (one dialogue), ``ci95`` is None and ``ci95_reason`` says why."""
     out = copy.deepcopy(dict(scores))
     drawn: dict[tuple[int, str], np.ndarray] = {}  # protocols share a level's resamples (same seed, same draw)
     for protocol, blocks in out.items():
         if not isinstance(blocks, dict) or not any(str(key).startswith("level-") for key in blocks):
             continue
         samples = _level_samples(details, protocol)
-        pooled: dict[str, list[tuple[np.ndarray, Grouped]]] = {"api": [], "response": []}
+        pooled: dict[str, list[tuple[np.ndarray, Grouped, str]]] = {"api": [], "response": []}
         for level, cell in sorted(samples.items()):
             clusters = sorted({name for kind in ("api", "response") for name, _ in cell[kind]})
             if (len(clusters), level) not in drawn:
@@ -156,16 +180,20 @@ def score_intervals(
                 grouped = group(cell[kind], clusters)
                 _annotate(block.get(kind), replicates(weights, grouped), grouped)
                 if kind in pooled:
-                    pooled[kind].append((weights, grouped))
+                    pooled[kind].append((weights, grouped, level))
         overall = blocks.get("overall") or {}
         for kind, parts in pooled.items():
             if not parts:
                 continue
-            sums = sum(weights @ grouped.sums for weights, grouped in parts)
-            sizes = sum(weights @ grouped.sizes for weights, grouped in parts)
-            total = Grouped(np.concatenate([g.sums for _, g in parts]), np.concatenate([g.sizes for _, g in parts]))
+            sums = sum(weights @ grouped.sums for weights, grouped, _ in parts)
+            sizes = sum(weights @ grouped.sizes for weights, grouped, _ in parts)
+            total = Grouped(np.concatenate([g.sums for _, g, _ in parts]), np.concatenate([g.sizes for _, g, _ in parts]))
+            # levels are resampled apart: one with a lone dialogue would count as certain
+            lone = [level for _, grouped, level in parts if grouped.n and no_interval_reason(int((grouped.sizes > 0).sum()))]
+            several = int((total.sizes > 0).sum()) > 1
+            reason = f"one dialogue in {', '.join(lone)}: no interval" if lone and several else None
             with np.errstate(invalid="ignore", divide="ignore"):
-                _annotate(overall.get(kind), sums / sizes, total)
+                _annotate(overall.get(kind), sums / sizes, total, reason)
     return out
 
 
@@ -179,14 +207,15 @@ def episode_intervals(
 ) -> dict[str, list[float] | None]:
     """Intervals over episodes for agentic figures. ``per_episode`` maps each episode to
     ``{figure: value}`` where the figure's score is the mean of the values over episodes (pass^k,
-    pass@k) or, for a ratio, ``{figure: numerator, figure + "/": denominator}`` (success over trials)."""
+    pass@k) or, for a ratio, ``{figure: numerator, figure + "/": denominator}`` (success over trials).
+    Over one episode every figure has no interval (None)."""
     episodes = sorted(per_episode)
     weights = resample_weights(len(episodes), stratum, resamples, seed)
     figures = sorted({name for values in per_episode.values() for name in values if not name.endswith("/")})
     out: dict[str, list[float] | None] = {}
     for name in figures:
         present = [e for e in episodes if per_episode[e].get(name) is not None]
-        if not present:
+        if not present or no_interval_reason(len(episodes), "episode"):
             out[name] = None
             continue
         sums = np.array([float(per_episode[e].get(name) or 0.0) for e in episodes])

@@ -11,7 +11,7 @@ from apibank.benchmark import LEVELS, PROTOCOLS
 from apibank.files import REPORT_FILE, atomic_path, atomic_write_text
 from apibank.report.errors import markdown_section as error_section
 from apibank.report.intervals import INTERVAL_NOTE
-from apibank.report.table import markdown_table
+from apibank.report.table import markdown_table, shown_setting
 
 PLOTS = {
     "accuracy": "per_level_accuracy.png",
@@ -162,9 +162,9 @@ def write_report(
     settings = [
         ("model", model.get("id")),
         ("model revision", model.get("revision")),
-        ("backend", model.get("backend")),
+        ("backend", shown_setting(model.get("backend"))),
         ("dtype", model.get("dtype")),
-        ("prompt format", results.get("format")),
+        ("prompt format", shown_setting(results.get("format"))),
         ("batch size", results.get("batch_size")),
         ("decoding", results.get("decoding")),
         ("upstream data revision (GitHub commit)", results.get("dataset", {}).get("upstream_revision")),

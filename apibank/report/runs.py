@@ -21,6 +21,9 @@ from apibank.files import read_json_lines
 from apibank.report.intervals import dialogue_of
 
 BINARY_METRICS = ("api", "dialogue", "success")
+# Classic settings a run may not know (None: not recorded), unlike e.g. an agentic run's episode limit,
+# where None means "no limit".
+RECORDED_IF_KNOWN = ("data revision", "prompt format", "in-context example")
 
 
 class NotARun(ValueError):
@@ -62,6 +65,13 @@ class Run:
             "in-context example": results.get("icl"),
             "subset": bool(results.get("subset")),
         }
+
+    def unrecorded(self) -> set[str]:
+        """The settings of :meth:`identity` this run did not record (``apibank score`` of a bare predictions
+        file knows no prompt format or in-context example): unknown, so never a difference."""
+        if self.kind != "classic":
+            return set()
+        return {key for key in RECORDED_IF_KNOWN if self.identity()[key] is None}
 
 
 def _read_json_lines(path: Path) -> list[dict[str, Any]]:

@@ -5,14 +5,21 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from apibank.benchmark import LEVELS, PROTOCOLS
+from apibank.report.intervals import bracket
+
+
+def shown_setting(value: Any) -> str:
+    """A run's setting as text: ``unknown`` where the run did not record it (None)."""
+    return "unknown" if value is None else str(value)
 
 
 def _interval(cell: Mapping[str, Any], scale: float, digits: int, intervals: bool) -> str:
-    """`` [low, high]`` from the cell's ``ci95`` (:mod:`apibank.report.intervals`); empty when not shown."""
-    bounds = cell.get("ci95") if intervals else None
-    if not bounds:
+    """`` [low, high]`` from the cell's ``ci95`` (:mod:`apibank.report.intervals`), `` [reason]`` where it
+    has none (one dialogue); empty when not shown."""
+    if not intervals:
         return ""
-    return f" [{scale * bounds[0]:.{digits}f}, {scale * bounds[1]:.{digits}f}]"
+    shown = bracket(cell.get("ci95"), cell.get("ci95_reason"), lambda bound: f"{scale * bound:.{digits}f}")
+    return f" {shown}" if shown else ""
 
 
 def _accuracy(cell: Mapping[str, Any] | None, intervals: bool = False) -> str:

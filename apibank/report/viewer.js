@@ -37,9 +37,10 @@
     return el("pre", {}, text === undefined ? "null" : text);
   }
   function pct(x) { return x === null || x === undefined ? "-" : (100 * x).toFixed(2) + "%"; }
+  function known(x) { return x === null || x === undefined ? "unknown" : x; }
   function num(x, d) { return x === null || x === undefined ? "-" : Number(x).toFixed(d === undefined ? 4 : d); }
-  function interval(ci, asPct) {
-    if (!Array.isArray(ci) || ci.length !== 2 || ci[0] === null) return null;
+  function interval(ci, asPct, reason) {
+    if (!Array.isArray(ci) || ci.length !== 2 || ci[0] === null) return reason ? el("div", { "class": "ci" }, reason) : null;
     var f = asPct ? function (v) { return (100 * v).toFixed(1); } : function (v) { return Number(v).toFixed(3); };
     return el("div", { "class": "ci" }, "95% CI [" + f(ci[0]) + ", " + f(ci[1]) + "]");
   }
@@ -263,10 +264,10 @@
           var attrs = { "class": "num score", "data-protocol": p, "data-level": level, "data-metric": m[0] };
           if (m[0] === "response") {
             attrs["data-count"] = block.count;
-            return el("td", attrs, num(block.rouge_l) + " (n=" + block.count + ")", interval(block.ci95, false));
+            return el("td", attrs, num(block.rouge_l) + " (n=" + block.count + ")", interval(block.ci95, false, block.ci95_reason));
           }
           attrs["data-correct"] = block.correct; attrs["data-total"] = block.total;
-          return el("td", attrs, pct(block.accuracy) + " (" + block.correct + "/" + block.total + ")", interval(block.ci95, true));
+          return el("td", attrs, pct(block.accuracy) + " (" + block.correct + "/" + block.total + ")", interval(block.ci95, true, block.ci95_reason));
         })));
       });
     });
@@ -306,7 +307,7 @@
   function classicView(app) {
     var r = DATA.results, model = r.model || {};
     append(app, [el("h1", {}, "API-Bank: " + model.id),
-      el("p", { "class": "meta" }, "format " + r.format + " · backend " + model.backend + " · apibank " + r.apibank_version +
+      el("p", { "class": "meta" }, "format " + known(r.format) + " · backend " + known(model.backend) + " · apibank " + r.apibank_version +
         " · " + r.date + (r.subset ? " · SUBSET (limit " + r.limit + ")" : "")),
       el("h2", {}, "Summary"), classicSummary(r)]);
     append(app, classicErrors(r));
@@ -377,7 +378,7 @@
         el("td", { "class": "num score", "data-level": level, "data-metric": "succeeded", "data-correct": s.succeeded, "data-total": s.runs }, s.runs),
         FIGURES.map(function (f) {
           var v = s[f[0]];
-          return el("td", { "class": "num" }, f[2] === true ? pct(v) : num(v, f[2] === null ? 2 : 4), interval(ci[f[0]], f[2] === true));
+          return el("td", { "class": "num" }, f[2] === true ? pct(v) : num(v, f[2] === null ? 2 : 4), interval(ci[f[0]], f[2] === true, s.ci95_reason));
         }));
     });
     app.appendChild(el("table", { id: "summary" }, el("thead", {}, head), el("tbody", {}, rows)));
@@ -436,7 +437,7 @@
           var flips = e.flipped_samples || [];
           return el("tr", {}, el("td", {}, e.protocol), el("td", {}, e.level), el("td", {}, e.metric),
             el("td", { "class": "num" }, e.n), el("td", { "class": "num" }, num(e.a)), el("td", { "class": "num" }, num(e.b)),
-            el("td", { "class": "num" }, num(e.difference)), el("td", { "class": "num" }, Array.isArray(e.ci95) ? "[" + num(e.ci95[0]) + ", " + num(e.ci95[1]) + "]" : "-"),
+            el("td", { "class": "num" }, num(e.difference)), el("td", { "class": "num" }, Array.isArray(e.ci95) ? "[" + num(e.ci95[0]) + ", " + num(e.ci95[1]) + "]" : (e.ci95_reason || "-")),
             el("td", { "class": "num" }, typeof e.p === "number" ? "p=" + Number(e.p.toPrecision(2)) : "-"), el("td", { "class": "num" }, flips.filter(function (f) { return f.direction === "gained"; }).length + "/" + flips.filter(function (f) { return f.direction === "lost"; }).length));
         }))));
       var flips = [];

@@ -131,3 +131,59 @@ def test_gguf_metadata_is_read_without_loading_the_file(tmp_path):
 
     with pytest.raises(UsageError, match="not a readable GGUF file"):
         gguf_chat_template(truncated)
+
+
+ARGPARSE_MISTAKES = {
+    "unknown backend": (["evaluate", "--model", "x", "--backend", "nope"],
+                        r"argument --backend: invalid choice: 'nope' \(choose from .*'transformers'.*\)"),
+    "unknown format": (["evaluate", "--model", "x", "--format", "nope"], r"argument --format: invalid choice: 'nope'"),
+    "unknown protocol": (["score", "p.jsonl", "--protocols", "nope"], r"argument --protocols: invalid choice: 'nope'"),
+    "missing model": (["evaluate"], r"the following arguments are required: --model"),
+    "not a number": (["agent", "--model", "oracle", "--trials", "two"], r"argument --trials: invalid int value"),
+    "no runs": (["compare"], r"the following arguments are required: RUN_DIR"),
+    "unknown flag": (["ls", "--colour"], r"unrecognized arguments: --colour"),
+    "unknown command": (["evalute"], r"argument COMMAND: invalid choice: 'evalute'"),
+}
+
+
+@pytest.mark.parametrize("mistake", sorted(ARGPARSE_MISTAKES))
+def test_argument_mistakes_are_one_line_pointing_at_help(mistake, capsys):
+    argv, expected = ARGPARSE_MISTAKES[mistake]
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    command = "apibank" if mistake == "unknown command" else f"apibank {argv[0]}"
+    assert len(lines) == 1 and captured.out == "", captured.err
+    assert lines[0].startswith(f"{command}: error: ") and lines[0].endswith(f"; see {command} --help"), lines[0]
+    assert re.search(expected, lines[0]), lines[0]
+    assert "usage:" not in captured.err
+
+
+def test_a_failed_download_says_how_to_work_offline(monkeypatch, tmp_path, capsys):
+    from apibank.data import upstream
+
+    monkeypatch.delenv(upstream.DATA_DIR_ENV, raising=False)
+    monkeypatch.setenv(upstream.BASE_URL_ENV, "http://127.0.0.1:9")  # nothing listens: refused
+    monkeypatch.setenv("APIBANK_CACHE", str(tmp_path / "empty-cache"))
+    predictions = tmp_path / "predictions.jsonl"
+    predictions.write_text(json.dumps({"id": "level-1/ToolSearcher-level-1-1#0", "prediction": "x"}) + "\n")
+    assert main(["score", str(predictions), "--quiet"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert re.fullmatch(r"apibank score: error: could not download test-data/level-1-api\.json from 127\.0\.0\.1:9: "
+                        r"Connection refused; to work offline, pass --data-dir DIR \(data_dir= in Python\): a local "
+                        r"copy of the upstream api-bank folder", line), line
+
+
+def test_a_predictions_line_without_prediction_says_it_is_missing(tmp_path, capsys, data_dir):
+    predictions = tmp_path / "predictions.jsonl"
+    predictions.write_text(json.dumps({"id": "level-1/ToolSearcher-level-1-1#0", "text": "x"}) + "\n"
+                           + json.dumps({"id": "level-1/ToolSearcher-level-1-1#1", "prediction": 3}) + "\n")
+    assert main(["score", str(predictions), "--data-dir", str(data_dir), "--quiet"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.endswith(":1: `prediction` of 'level-1/ToolSearcher-level-1-1#0' is missing; every line needs the "
+                         "generated text as its `prediction`"), line
+    predictions.write_text(predictions.read_text().splitlines()[1] + "\n")
+    assert main(["score", str(predictions), "--data-dir", str(data_dir), "--quiet"]) == 2
+    assert "`prediction` of 'level-1/ToolSearcher-level-1-1#1' is not a string" in capsys.readouterr().err

@@ -90,6 +90,46 @@ def test_apibank_inspect_model_prints_the_offline_inspect_command(fake_gguf, tmp
     monkeypatch.setattr(loading, "packaged_gemma", lambda: gguf)
     assert main(["inspect-model", "--output", str(tmp_path / "tok"), "--data-dir", "DATA", "--level", "3"]) == 0
     printed = capsys.readouterr().out.split()
-    assert printed[:3] == ["inspect", "eval", "apibank/api_bank"]
+    assert printed[:4] == ["HF_HUB_OFFLINE=1", "inspect", "eval", "apibank/api_bank"]
     assert f"tokenizer_path={(tmp_path / 'tok').resolve()}" in printed and "level=3" in printed
     assert "data_dir=DATA" in printed and len(conversions) == 1
+
+
+def test_the_printed_inspect_command_makes_no_hub_request_and_logs_under_output(fake_gguf, tmp_path, monkeypatch,
+                                                                                capsys, data_dir):
+    """Run as printed, with the network cut, on a local model folder (the tiny model in place of the GGUF):
+    inspect-ai's extra lookup of the model's name must not reach for the Hub (online it retried for 48 s)."""
+    import os
+    import shlex
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from apibank.cli.main import main
+
+    gguf, _ = fake_gguf
+    monkeypatch.setattr(loading, "packaged_gemma", lambda: gguf)
+    out = tmp_path / "tok"
+    assert main(["inspect-model", "--output", str(out), "--data-dir", str(data_dir), "--limit", "1"]) == 0
+    words = shlex.split(capsys.readouterr().out)
+    assert words[:3] == ["HF_HUB_OFFLINE=1", "inspect", "eval"]
+    assert words[-2:] == ["--log-dir", str(out.resolve() / "logs")]
+    tiny = tmp_path / "tiny"  # the fixture's tiny model: a local folder like the GGUF's
+    argv = [f"model_path={tiny}" if word.startswith("model_path=") else word for word in words[2:]]
+    position = argv.index(f"gguf_file={gguf.name}")
+    del argv[position - 1 : position + 1]
+    offline = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")  # the suite's own settings
+    env = {name: value for name, value in os.environ.items() if name not in offline}
+    env.update(word.split("=", 1) for word in words[:1])
+    root = Path(__file__).resolve().parents[2]
+    env["PYTHONPATH"] = os.pathsep.join([str(root / "tests" / "support" / "no_network"), str(root),
+                                         env.get("PYTHONPATH", "")])
+    env["LOOKUP_LOG"] = str(tmp_path / "lookups.txt")
+    where = tmp_path / "cwd"
+    where.mkdir()
+    done = subprocess.run([sys.executable, "-m", "inspect_ai", *argv, "--display", "plain"], cwd=where, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    looked_up = (tmp_path / "lookups.txt").read_text().split() if (tmp_path / "lookups.txt").exists() else []
+    assert looked_up == []
+    assert len(list((out / "logs").glob("*.eval"))) == 1 and list(where.iterdir()) == []

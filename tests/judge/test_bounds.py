@@ -23,9 +23,8 @@ from apibank.judge.categories import MEMORY_LIMIT, TIMEOUT
 from apibank.judge.retriever import CachedRetriever
 from apibank.judge.worker import Overrun, Step, run_steps
 from apibank_tools.errors import EnvironmentUnavailable, UpstreamDataError
+from support.endless import ENDLESS_PREDICTION, endless_receiver_check  # noqa: F401 (a fixture)
 
-# The receiver check's regular expression is quadratic: tens of seconds in the C regex engine.
-QUADRATIC = "[SendEmail(receiver='" + "a" * 32_600 + "!', subject='s', content='c')]"
 
 
 @pytest.fixture(scope="module")
@@ -38,12 +37,12 @@ def _categories(result):
 
 
 @pytest.mark.parametrize("in_thread", [False, True], ids=["main thread", "worker thread"])
-def test_deadline_stops_work_in_c_from_any_thread(rows, data_dir, in_thread):
+def test_deadline_stops_work_in_c_from_any_thread(rows, data_dir, in_thread, endless_receiver_check):
     row = rows["level-1/SendEmail-level-1-1#0"]
     box = {}
 
     def run():
-        box["result"] = score([QUADRATIC], [row["reference"]], return_details=True, data_dir=data_dir,
+        box["result"] = score([ENDLESS_PREDICTION], [row["reference"]], return_details=True, data_dir=data_dir,
                               timeout=0.3, protocols=["paper"])
 
     if in_thread:
@@ -56,7 +55,7 @@ def test_deadline_stops_work_in_c_from_any_thread(rows, data_dir, in_thread):
     assert box["result"]["paper"]["level-1"]["errors"] == {"TIMEOUT": 1}
 
 
-def test_caller_signals_and_timers_are_left_alone(rows, data_dir):
+def test_caller_signals_and_timers_are_left_alone(rows, data_dir, endless_receiver_check):
     row = rows["level-1/SendEmail-level-1-1#0"]
     fired = []
 
@@ -66,7 +65,7 @@ def test_caller_signals_and_timers_are_left_alone(rows, data_dir):
     previous = signal.signal(signal.SIGALRM, handler)
     try:
         signal.setitimer(signal.ITIMER_REAL, 30.0)
-        result = score([row["expected_output"], QUADRATIC], [row["reference"]] * 2, data_dir=data_dir, timeout=0.2)
+        result = score([row["expected_output"], ENDLESS_PREDICTION], [row["reference"]] * 2, data_dir=data_dir, timeout=0.2)
         assert signal.getsignal(signal.SIGALRM) is handler
         remaining, _ = signal.getitimer(signal.ITIMER_REAL)
         assert 0 < remaining <= 30.0

@@ -138,7 +138,9 @@ def test_hostile_predictions(rows, data_dir):
         if too_long:
             assert {details[2 * index]["category"], details[2 * index + 1]["category"]} <= {
                 "PREDICTION_TOO_LONG", HYPOTHESIS_TOO_LONG}
-    assert details[-4]["category"] == "TIMEOUT"  # paper: the receiver check runs to the deadline
+    # paper: the quadratic receiver check (about 0.7 s of CPU) runs to its limit or past it, depending on
+    # the machine's speed, never on its load (tests/judge/test_worker_load.py: a limit that must bind)
+    assert details[-4]["category"] in {"TIMEOUT", "HAS_EXCEPTION"}
     assert categories[("paper", "PREDICTION_TOO_LONG")] >= 2
     assert categories[("paper", HYPOTHESIS_TOO_LONG)] >= 1
     assert len(predictions) >= 6500
@@ -399,8 +401,8 @@ def test_hostile_mirror_responses(mirror, data_dir, tmp_path, monkeypatch):
         for mode, number in (("chunked", 0), ("exact", 0), ("length", 0), ("length", 1)):
             monkeypatch.setenv(upstream.BASE_URL_ENV, f"{mirror}/{mode}/{number}")
             target = tmp_path / f"ok{index}{mode}{number}"
-            with _naming(mode, number):
-                got = upstream.fetch(path, cache_dir=target, timeout=2.0, deadline=10.0)
+            with _naming(mode, number):  # a deadline no busy machine needs: the bytes are all there
+                got = upstream.fetch(path, cache_dir=target, timeout=30.0, deadline=60.0)
             assert got.read_bytes() == (data_dir / path).read_bytes()
             tried += 1
     monkeypatch.setenv(upstream.BASE_URL_ENV, f"{mirror}/drip/0")

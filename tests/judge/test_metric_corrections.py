@@ -162,8 +162,6 @@ def test_original_aborts_count_as_wrong(judge):
 
 def test_a_call_that_never_returns_is_cut_off(rows, data_dir, monkeypatch):
     """Upstream's Calculator can loop forever on some formulas; any such call ends at the time limit."""
-    import time
-
     from apibank_tools.registry import LEVEL_1_2
 
     def forever(self, formula):
@@ -172,10 +170,9 @@ def test_a_call_that_never_returns_is_cut_off(rows, data_dir, monkeypatch):
 
     monkeypatch.setattr(LEVEL_1_2.get("Calculator"), "run", forever)
     row = rows["level-1/Calculator-level-1-1#0"]
-    start = time.perf_counter()
     result = score([row["expected_output"]], [row["reference"]], return_details=True, data_dir=data_dir, timeout=0.2)
-    assert time.perf_counter() - start < 3.0
     assert {d["protocol"]: d["category"] for d in result["details"]} == {"paper": "TIMEOUT", "corrected": "TIMEOUT"}
+    assert {d["error"] for d in result["details"]} == {"the sample exceeded its time limit of 0.2 s of CPU time"}
     assert result["paper"]["level-1"]["errors"] == {"TIMEOUT": 1}
 
 

@@ -100,6 +100,41 @@ def test_mismatched_runs_are_refused_unless_allowed(runs, capsys):
     assert comparison["mismatch"] and all(e["n"] <= 20 for e in comparison["comparisons"])
 
 
+def test_an_unrecorded_setting_is_unknown_not_a_difference(runs, tmp_path, data_dir, capsys):
+    """A bare predictions file (id and prediction only) scored by ``apibank score`` knows no prompt format:
+    compared with the evaluate run of the same rows, that is a note on stderr, not a refusal."""
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    records = [json.loads(line) for line in (runs["oracle"] / "predictions.jsonl").read_text().splitlines()]
+    (bare / "predictions.jsonl").write_text("".join(json.dumps({"id": r["id"], "prediction": r["prediction"]}) + "\n"
+                                                    for r in records))
+    capsys.readouterr()
+    assert main(["score", str(bare / "predictions.jsonl"), "--data-dir", str(data_dir), "--quiet"]) == 0
+    assert capsys.readouterr().out.startswith("API-Bank: model=unknown format=unknown backend=unknown\n")
+    results = json.loads((bare / "results.json").read_text())
+    assert (results["format"], results["icl"], results["model"]["backend"]) == (None, None, None)
+    assert "| backend | `unknown` |" in (bare / "report.md").read_text()
+    assert main(["compare", str(runs["oracle"]), str(bare), "--output", str(tmp_path / "cmp")]) == 0
+    captured = capsys.readouterr()
+    values = _p_values(captured.out)
+    assert len(values) == 14 and set(values) == {1.0} and "B: " + str(bare) + " (unknown)" in captured.out
+    notes = captured.err.splitlines()
+    assert len(notes) == 2 and all(n.startswith("apibank compare: note: ") for n in notes)
+    assert "prompt format not recorded in B (paper vs unknown): compared as unknown, not as different" in notes[0]
+    assert "in-context example not recorded in B" in notes[1]
+    # a file that says its format records it: then only the in-context example is unknown
+    (bare / "predictions.jsonl").write_text("".join(json.dumps({"id": r["id"], "prediction": r["prediction"],
+                                                                "format": "paper"}) + "\n" for r in records))
+    said = tmp_path / "said"
+    assert main(["score", str(bare / "predictions.jsonl"), "--data-dir", str(data_dir), "--output", str(said),
+                 "--quiet"]) == 0
+    assert json.loads((said / "results.json").read_text())["format"] == "paper"
+    capsys.readouterr()
+    assert main(["compare", str(runs["oracle"]), str(said), "--json", "--output", str(tmp_path / "cmp2")]) == 0
+    assert json.loads(capsys.readouterr().out)["comparisons"][0]["unknown"] == [
+        "in-context example not recorded in B (False vs unknown): compared as unknown, not as different"]
+
+
 def test_other_data_revisions_and_non_runs_are_refused(runs, tmp_path, capsys):
     other = tmp_path / "other-revision"
     shutil.copytree(runs["oracle"], other)

@@ -176,3 +176,15 @@ def test_screenshot_reads(mixed_run, tmp_path):
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert struct.unpack(">II", data[16:24]) == (1000, 700) and len(data) > 20_000  # drawn, not blank
+
+
+def test_a_one_dialogue_run_shows_why_it_has_no_interval(oracle_run, data_dir, tmp_path):
+    out = tmp_path / "one"
+    out.mkdir()
+    lines = [line for line in (oracle_run / "predictions.jsonl").read_text("utf-8").splitlines()
+             if json.loads(line)["id"].startswith("level-1/AddAgenda-AddAlarm-GetUserToken-level-2-1#")]
+    (out / "predictions.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert apibank_cli.main(["score", str(out / "predictions.jsonl"), "--data-dir", str(data_dir)]) == 0
+    dom = _loaded(out / "report.html")
+    # level-1 and overall, API calls and responses, both protocols
+    assert dom.count(">one dialogue: no interval<") == 8 and not re.search(r"95% CI \[-?\d", dom)  # none drawn

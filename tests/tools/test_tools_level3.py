@@ -190,9 +190,9 @@ def test_calculator(formula, output, exception, data_dir):
 )
 def test_calculator_pathological_inputs_end_quickly(formula, data_dir):
     session = _session(data_dir)
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: the machine's load does not count
     result = _call(session, "Calculator", formula=formula)
-    assert time.perf_counter() - started < 2.0
+    assert time.process_time() - started < 2.0
     assert set(result) == {"api_name", "input", "output", "exception"}
 
 

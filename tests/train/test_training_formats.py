@@ -324,7 +324,7 @@ def test_hostile_sizes_stay_text_or_refused_quickly():
 
     from apibank.train.upstream_text import described_tools, result_value
 
-    start = time.monotonic()
+    start = time.process_time()  # CPU time: the machine's load does not count
     deep = "[" * 50_000 + "]" * 50_000
     assert result_value(deep) == deep
     assert list(described_tools(deep)) == []
@@ -332,4 +332,4 @@ def test_hostile_sizes_stay_text_or_refused_quickly():
         parse_request("API-Request: [F(a='" + "x'" * 100_000 + "x)]")  # never closed
     name, arguments, _ = parse_request("API-Request: [F(a='" + "x, y=" * 50_000 + "')]")
     assert name == "F" and len(arguments["a"]) == 250_000
-    assert time.monotonic() - start < 5
+    assert time.process_time() - start < 5
