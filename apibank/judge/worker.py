@@ -303,9 +303,13 @@ def _await_step(receiver: Any, pid: int, clock: tuple[float, float], timeout: fl
     started_cpu, started = clock
     wall_limit = timeout * WALL_FACTOR
     while True:
+        waited = time.monotonic() - started
+        if waited < timeout:  # one thread cannot have used more CPU than the wall time since its report
+            if _wait(receiver, timeout - waited):
+                return None
+            continue
         cpu = cpu_seconds(pid)  # None without /proc: then only the wall limit stops a step early
         used = 0.0 if cpu is None else cpu - started_cpu
-        waited = time.monotonic() - started
         if used > timeout or waited >= wall_limit:
             if receiver.poll(0):  # it reported meanwhile
                 return None
