@@ -70,9 +70,9 @@ class Backend(ABC):
 
     @classmethod
     def check_options(cls, model: str, options: dict[str, Any], *, fmt: str | None = None) -> None:
-        """Raise :class:`~apibank.errors.UsageError` (one line: what is wrong, what to do) when ``options``
+        """Raise ``apibank.errors.UsageError`` (one line: what is wrong, what to do) when ``options``
         cannot work for ``model`` (prompts in format ``fmt``, when known), or
-        :class:`~apibank.errors.MissingExtra` when the backend's extra is not installed; cheap, and
+        ``apibank.errors.MissingExtra`` when the backend's extra is not installed; cheap, and
         before anything heavy loads."""
 
     @abstractmethod
