@@ -9,7 +9,8 @@
 * :func:`json_line` is one JSON line that is valid UTF-8 even when the text holds lone surrogates
   (those are written as ``\\udXXX`` escapes, which read back to the same Python string);
   :class:`JsonLinesAppender` appends such lines to a log written as a run goes (predictions,
-  trajectories), flushed to disk after every batch so an interruption loses at most a batch.
+  trajectories), each line as its row or episode is done, so that an interruption loses only the work
+  still in flight.
 
 It also names the files of an output folder, which every room reads and writes by these names.
 """
@@ -107,21 +108,30 @@ def write_json(path: str | os.PathLike[str], value: Any) -> None:
 
 
 class JsonLinesAppender:
-    """Appends one :func:`json_line` per record and flushes to disk after each :meth:`write`."""
+    """Appends one :func:`json_line` per record. Each :meth:`write` hands its lines to the operating system
+    at once (an interrupted or killed process loses none of them) and, unless ``sync=False``, to the disk
+    (a crash of the machine neither); :meth:`sync` and :meth:`close` put what was written on disk."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._handle = self.path.open("a", encoding="utf-8")
 
-    def write(self, records: Iterable[Any]) -> None:
+    def write(self, records: Iterable[Any], *, sync: bool = True) -> None:
         for record in records:
             # one line per record whatever the text holds (a lone surrogate would fail to encode)
             self._handle.write(json_line(record) + "\n")
         self._handle.flush()
+        if sync:
+            self.sync()
+
+    def sync(self) -> None:
         os.fsync(self._handle.fileno())
 
     def close(self) -> None:
+        if not self._handle.closed:
+            self._handle.flush()
+            self.sync()
         self._handle.close()
 
     def __enter__(self) -> "JsonLinesAppender":
@@ -129,6 +139,13 @@ class JsonLinesAppender:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def write_json_lines(path: str | os.PathLike[str], records: Iterable[Any]) -> None:
+    """One :func:`json_line` per record, the file replaced atomically (it holds the old lines or the new)."""
+    with atomic_writer(path) as handle:
+        for record in records:
+            handle.write(json_line(record) + "\n")
 
 
 def read_json_lines(path: str | os.PathLike[str], *, what_to_do: str = "") -> list[dict[str, Any]]:

@@ -305,18 +305,17 @@ def run_level(
 
     Up to ``batch_size`` episodes run at once, each with its own agent from ``agent_factory``; each
     round, every running episode takes one step (a model agent's steps in one batched call), and a
-    finished episode's place goes to the next. Records come back, and are written, in the order of
-    the one-at-a-time run (``batch_size=1``), with the same content: each episode's steps depend on
-    that episode alone."""
+    finished episode's place goes to the next. Each record is appended to ``trajectories`` the moment
+    its episode ends (Ctrl-C loses only the episodes running); records come back in the order of the
+    one-at-a-time run (``batch_size=1``), with the same content: each episode's steps depend on that
+    episode alone."""
     done = done if done is not None else {}
     selected = episodes.episodes[:limit] if limit else episodes.episodes
     jobs = [(trial, episode) for trial in range(trials) for episode in selected]
     records: list[dict[str, Any] | None] = [done.get((e.id, setting, t)) for t, e in jobs]
     waiting = [index for index, record in enumerate(records) if record is None]
-    fresh = set(waiting)
     waiting.reverse()
     active: list[tuple[int, EpisodeRun]] = []
-    written = 0
     log = JsonLinesAppender(trajectories) if trajectories is not None else None
     try:
         while waiting or active:
@@ -327,22 +326,18 @@ def run_level(
             asking = [(index, run, run.request()) for index, run in active]
             for index, run, request in asking:
                 if request is None:
-                    records[index] = run.record()
+                    record = records[index] = run.record()
+                    if log is not None:
+                        log.write([record])
+                    if progress is not None:
+                        verdict = "success" if record["verdict"]["success"] else "fail"
+                        progress(f"{record['episode']} trial {record['trial']}: {verdict}")
             stepping = [(run, request) for _, run, request in asking if request is not None]
             if stepping:
                 runs = [run for run, _ in stepping]
                 for run, (step, seconds) in zip(runs, step_all(runs, [request for _, request in stepping])):
                     run.advance(step, seconds)
             active = [(index, run) for index, run, request in asking if request is not None]
-            while written < len(jobs) and records[written] is not None:
-                record = records[written]
-                if written in fresh:
-                    if log is not None:
-                        log.write([record])
-                    if progress is not None:
-                        verdict = "success" if record["verdict"]["success"] else "fail"
-                        progress(f"{record['episode']} trial {record['trial']}: {verdict}")
-                written += 1
     finally:
         if log is not None:
             log.close()

@@ -12,11 +12,12 @@ from typing import Any
 
 from apibank.benchmark import DEFAULT_SETTING, SETTINGS, TEMPLATE_MODES
 from apibank.cli.backend_flags import add_backend_flags, chosen_backend
-from apibank.cli.evaluate import hub_id
+from apibank.cli.evaluate import hub_id, saved_lines
 from apibank.cli.flags import (
     add_levels, add_output, add_overwrite, add_quiet, checked_levels, progress_bar, show_progress,
 )
 from apibank.errors import OutputError, UsageError
+from apibank.files import TRAJECTORIES_FILE, write_json_lines
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -109,12 +110,15 @@ def run(args: argparse.Namespace) -> int:
               "written or pushed under the official task ids", file=sys.stderr)
     output = Path(args.output) if args.output else None
     previous = _previous_trajectories(output, args) if output is not None else []
-    done = {(record["episode"], record["setting"], record["trial"]): record for record in previous}
+    done = {_key(record): record for record in previous}
+    if previous:
+        print(f"apibank agent: resuming: {len(previous)} episodes in {output / TRAJECTORIES_FILE} are kept",
+              file=sys.stderr)
     sets = [load_episodes(level, args.data_dir) for level in levels]
     gold = default_gold_cache(args.data_dir)
     agent_factory, driver = _agent(args)
     limits = Limits(max_steps=args.max_steps or DEFAULT_MAX_STEPS, time_limit=args.time_limit or DEFAULT_TIME_LIMIT)
-    trajectories = output / "trajectories.jsonl" if output is not None else None
+    trajectories = output / TRAJECTORIES_FILE if output is not None else None
     try:
         if output is not None:
             output.mkdir(parents=True, exist_ok=True)
@@ -138,15 +142,31 @@ def run(args: argparse.Namespace) -> int:
         if args.backend_choice:
             model_info["backend_choice"] = args.backend_choice
         template = driver.backend.template_info() if driver is not None and hasattr(driver.backend, "template_info") else None
+    except KeyboardInterrupt:
+        if trajectories is None:
+            print("\napibank agent: interrupted; nothing is saved without --output", file=sys.stderr)
+            return 130
+        saved = saved_lines(trajectories)
+        earlier = f", {len(previous)} of them from earlier runs" if previous else ""
+        print(f"\napibank agent: interrupted; {saved} episodes are saved in {trajectories} ({saved - len(previous)} "
+              f"by this run{earlier}); only the episodes running are lost. Run the same command again to resume "
+              "where it stopped.", file=sys.stderr)
+        return 130
     finally:
         if driver is not None:
             driver.close()
-    usage = usage_totals([{"prompt_tokens": r["usage"].get("prompt_tokens"),
-                           "generated_tokens": r["usage"].get("completion_tokens"),
-                           "seconds": r.get("model_seconds")} for r in records],
+    if trajectories is not None:  # written as the episodes ended: now in the order of a one-at-a-time run
+        ran = {_key(record) for record in records}
+        write_json_lines(trajectories, [*(r for r in previous if _key(r) not in ran), *records])
+    this_run = [r for r in records if _key(r) not in done]
+
+    def model_usage(among: list[dict]) -> list[dict]:
+        return [{"prompt_tokens": r["usage"].get("prompt_tokens"), "generated_tokens": r["usage"].get("completion_tokens"),
+                 "seconds": r.get("model_seconds")} for r in among]
+
+    usage = usage_totals(model_usage(this_run), earlier=model_usage([r for r in records if _key(r) in done]),
                          price_per_mtok=price, wall_seconds=wall)
-    fresh = sum(1 for r in records if (r["episode"], r["setting"], r["trial"]) not in done)
-    usage["episodes_per_second"] = round(fresh / wall, 4) if fresh and wall > 0 else None
+    usage["episodes_per_second"] = round(len(this_run) / wall, 4) if this_run and wall > 0 else None
     results = {
         "model": model_info,
         "setting": args.setting,
@@ -185,11 +205,16 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _key(record: dict) -> tuple[str, str, int]:
+    """What identifies an episode's run: the episode, the setting and the trial."""
+    return record["episode"], record["setting"], record["trial"]
+
+
 def _previous_trajectories(output: Path, args: argparse.Namespace) -> list[dict]:
     """The trajectories a resumed run keeps (none with --overwrite)."""
     from apibank.agent.runner import read_trajectories
 
-    trajectories = output / "trajectories.jsonl"
+    trajectories = output / TRAJECTORIES_FILE
     if args.overwrite or not trajectories.exists():
         return []
     try:

@@ -169,8 +169,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         results = _evaluate(evaluate, args, fmt, output)
     except KeyboardInterrupt:
-        saved = _count_lines(output / "predictions.jsonl")
-        print(f"\napibank evaluate: interrupted; {saved} predictions are saved in {output / 'predictions.jsonl'}. "
+        saved = saved_lines(output / "predictions.jsonl")
+        earlier = f", {kept} of them from earlier runs" if kept else ""
+        print(f"\napibank evaluate: interrupted; {saved} predictions are saved in {output / 'predictions.jsonl'} "
+              f"({saved - kept} by this run{earlier}); only the rows being generated are lost. "
               "Run the same command again to resume where it stopped.", file=sys.stderr)
         return 130
     print(json.dumps(results, indent=2, default=str) if args.json else results_table(results))
@@ -221,8 +223,10 @@ def _evaluate(evaluate, args: argparse.Namespace, fmt: str, output: Path) -> dic
     )
 
 
-def _count_lines(path: Path) -> int:
+def saved_lines(path: Path) -> int:
+    """The complete lines of ``path`` (a last line without its newline was cut short and is not kept)."""
     try:
-        return sum(1 for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip())
+        text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return 0
+    return sum(1 for line in text.split("\n")[:-1] if line.strip())

@@ -1,7 +1,8 @@
 """The predictions file: JSON lines, one object per row, written as generation goes (so a rerun resumes).
 
-Each line: ``{"id", "prediction", "prompt", "raw_output", "format", "decoding", "model", "level",
-"kind"}`` (plus ``tool_call`` when the answer came from a native tool call).
+Each line: ``{"id", "prediction", "prompt", "raw_output", "format", "decoding", "model", "engine",
+"level", "kind"}`` and the row's usage (plus ``tool_call`` when the answer came from a native tool call);
+``engine``: the backend, the model's revision and dtype, and the chat template's SHA-256.
 """
 
 from __future__ import annotations
@@ -12,11 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from apibank.errors import InputFileError, OutputError
-from apibank.files import JsonLinesAppender, atomic_writer, json_line
-
-# What must agree between the lines already on disk and a resumed run.
-RUN_KEYS = ("format", "decoding", "model")
-
+from apibank.files import JsonLinesAppender, write_json_lines
 
 class ResumeMismatch(OutputError, ValueError):
     """Predictions already in the output folder that another run (model, format, decoding) wrote."""
@@ -86,21 +83,58 @@ def repair(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
 
 def write_predictions(path: str | os.PathLike[str], records: Iterable[dict[str, Any]]) -> None:
     """Write every record at once, atomically (the file holds the old or the new records, never part)."""
-    with atomic_writer(path) as handle:
-        for record in records:
-            handle.write(json_line(record) + "\n")
+    write_json_lines(path, records)
 
 
 def check_resumable(records: list[dict[str, Any]], expected: dict[str, Any], path: Path) -> None:
-    """Refuse to mix lines from a different model, prompt format or decoding into one file."""
+    """Refuse to mix lines of another run into one file: another model, prompt format, backend, model
+    revision, dtype or chat template (``engine``, where the line records it), or decoding settings that
+    differ for the line's own level and kind. A run may add levels and kinds to a file: each level's token
+    budget is compared for that level only. Raises :class:`ResumeMismatch` naming the first difference."""
     for record in records:
-        for key in RUN_KEYS:
-            if record.get(key) != expected[key]:
-                raise ResumeMismatch(
-                    f"{path} holds predictions with {key}={record.get(key)!r}, but this run has "
-                    f"{key}={expected[key]!r}; use another --output or --overwrite"
-                )
+        difference = _difference(record, expected)
+        if difference is not None:
+            key, theirs, ours = difference
+            raise ResumeMismatch(f"this run has {key}={ours!r}, the predictions in {path} have {theirs!r}; "
+                                 "use another --output, or --overwrite to discard them")
 
 
-# Appends records and flushes after each batch, so that an interrupted run loses at most a batch.
+def _difference(record: dict[str, Any], expected: dict[str, Any]) -> tuple[str, Any, Any] | None:
+    """``(what, the record's, this run's)`` for the first setting that differs, None if none does."""
+    for key in ("model", "format"):
+        if record.get(key) != expected[key]:
+            return key, record.get(key), expected[key]
+    engine = record.get("engine")
+    if isinstance(engine, dict):  # lines written before it was recorded have none
+        for key, ours in expected["engine"].items():
+            if key in engine and engine[key] != ours:
+                return key, engine[key], ours
+    return _decoding_difference(record, expected["decoding"])
+
+
+def _decoding_difference(record: dict[str, Any], expected: dict[str, Any]) -> tuple[str, Any, Any] | None:
+    from apibank.generate.backends.base import DecodingSettings
+
+    theirs = record.get("decoding")
+    try:
+        recorded, ours = DecodingSettings.from_dict(theirs), DecodingSettings.from_dict(expected)  # type: ignore[arg-type]
+        level, kind = record["level"], record["kind"]
+    except (AttributeError, KeyError, TypeError, ValueError):  # not what this package writes: compared whole
+        return None if theirs == expected else ("decoding", theirs, expected)
+    for key, mine, other in (("do_sample", ours.sampling, recorded.sampling),
+                             ("temperature", ours.temperature, recorded.temperature),
+                             ("seed", ours.seed if ours.sampling else None,
+                              recorded.seed if recorded.sampling else None),
+                             ("stop", list(ours.stop), list(recorded.stop))):
+        if mine != other:
+            return key, other, mine
+    budget = DecodingSettings.budget_key(level, kind)
+    if ours.budgets and budget not in dict(ours.budgets):
+        return None  # a level or kind this run does not decode
+    if ours.max_tokens_for(level, kind) != recorded.max_tokens_for(level, kind):
+        return f"max_new_tokens for {budget}", recorded.max_tokens_for(level, kind), ours.max_tokens_for(level, kind)
+    return None
+
+
+# Appends each record as its row is done, so that an interrupted run loses only the rows in flight.
 PredictionWriter = JsonLinesAppender

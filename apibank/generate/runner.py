@@ -1,17 +1,23 @@
-"""Generating one prediction per dataset row, in batches, with resume and a progress bar."""
+"""Generating one prediction per dataset row, in batches, with resume and a progress bar.
+
+Each prediction is appended to the predictions file the moment its row is done: as the backend
+reports it (``on_completion``, see :meth:`Backend.generate <apibank.generate.backends.base.Backend.generate>`),
+else when the batch ends. Ctrl-C loses only the rows still in flight.
+"""
 
 from __future__ import annotations
 
+import inspect
 import os
 import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from apibank.generate.backends import Backend, Completion, DecodingSettings
-from apibank.generate.backends.openai import InterruptedBatch
+from apibank.generate.backends.base import OnCompletion
 from apibank.generate.conversation import Conversation, build_conversation
 from apibank.generate.predictions import PredictionWriter, check_resumable, repair
-from apibank.generate.stops import answer_text, stops_for
+from apibank.generate.stops import answer_text, renders_plain_text, stops_for
 from apibank.generate.toolcalls import call_text
 
 # Room above the longest gold answer: a turn label (``AI:``), whitespace, and the stop string itself,
@@ -25,7 +31,7 @@ def token_budgets(backend: Backend, rows: Sequence[Mapping[str, Any]], margin: i
     Pass every row of a level (not a ``--limit`` subset), so that a subset decodes exactly as the full run.
     """
     longest: dict[str, int] = {}
-    keys = [f"level-{row['level']}/{row['kind']}" for row in rows]
+    keys = [DecodingSettings.budget_key(row["level"], row["kind"]) for row in rows]
     counts = backend.token_counts([row["expected_output"] for row in rows]) if rows else []
     for key, count in zip(keys, counts):
         longest[key] = max(longest.get(key, 0), count)
@@ -91,6 +97,37 @@ def model_label(backend: Backend) -> str:
     return str(info.get("model_id"))
 
 
+def run_identity(backend: Backend, rows: Sequence[Mapping[str, Any]], fmt: str) -> dict[str, Any]:
+    """What predictions kept by a resumed run must share with it, besides the model, the format and the
+    decoding: the backend, the model's revision and dtype, and the SHA-256 of the chat template the prompts
+    go through (None: sent as plain text, or templated by a server)."""
+    info = backend.info()
+    plain = renders_plain_text(backend, rows)  # renders a row first: that installs a --chat-template file
+    template = None
+    if not (fmt == "paper" and plain) and hasattr(backend, "template_info"):
+        template = backend.template_info().get("chat_template_sha256")
+    return {"backend": info.get("backend"), "revision": info.get("model_revision"), "dtype": info.get("dtype"),
+            "chat_template_sha256": template}
+
+
+def reports_completions(backend: Backend) -> bool:
+    """Whether ``backend.generate`` takes ``on_completion`` (a backend written before it was added does not:
+    its rows are saved when its batch ends)."""
+    try:
+        parameters = inspect.signature(backend.generate).parameters
+    except (TypeError, ValueError):
+        return False
+    return "on_completion" in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
+
+
+def generate_batch(backend: Backend, conversations: Sequence[Conversation], prompts: Sequence[str],
+                   settings: DecodingSettings, on_completion: OnCompletion) -> list[Completion]:
+    """``backend.generate``, with ``on_completion`` where the backend takes it."""
+    if reports_completions(backend):
+        return backend.generate(conversations, prompts, settings, on_completion=on_completion)
+    return backend.generate(conversations, prompts, settings)
+
+
 def generate_predictions(
     rows: Sequence[Mapping[str, Any]],
     backend: Backend,
@@ -104,14 +141,15 @@ def generate_predictions(
 ) -> list[dict[str, Any]]:
     """One prediction record per row, in row order.
 
-    With ``output_path``, records are appended to that JSON-lines file batch by batch; rows whose id
-    is already there are skipped (resume). Rows are ordered by :func:`generation_order`. Without
-    ``settings``, the token budgets are sized from the gold answers of ``rows``. Each record carries
-    its usage: ``prompt_tokens``, ``generated_tokens`` and ``seconds``.
+    With ``output_path``, each record is appended to that JSON-lines file as soon as its row is done;
+    rows whose id is already there are skipped (resume), once the records there are found to come from
+    the same run (:func:`~apibank.generate.predictions.check_resumable`). Rows are ordered by
+    :func:`generation_order`. Without ``settings``, the token budgets are sized from the gold answers of
+    ``rows``. Each record carries its usage: ``prompt_tokens``, ``generated_tokens`` and ``seconds``.
     """
     settings = settings or sized_settings(backend, rows, fmt)
     label = model_label(backend)
-    run = {"format": fmt, "decoding": settings.as_dict(), "model": label}
+    run = {"format": fmt, "decoding": settings.as_dict(), "model": label, "engine": run_identity(backend, rows, fmt)}
     done: dict[str, dict[str, Any]] = {}
     path = Path(output_path) if output_path is not None else None
     if path is not None:
@@ -132,43 +170,51 @@ def generate_predictions(
     writer = PredictionWriter(path) if path is not None else None
     produced: dict[str, dict[str, Any]] = {}
     started = time.perf_counter()
+
+    def save(i: int, completion: Completion, seconds_share: float) -> None:
+        conversation = conversations[i]
+        prediction, tool_call = finish(conversation, completion, settings)
+        record = {
+            "id": conversation.row_id,
+            "prediction": prediction,
+            "prompt": prompts[i],
+            "raw_output": completion.raw,
+            **run,
+            "level": conversation.level,
+            "kind": conversation.kind,
+            **usage_of(completion, seconds_share),
+        }
+        if tool_call is not None:
+            record["tool_call"] = tool_call
+        produced[record["id"]] = record
+        if writer is not None:
+            writer.write([record], sync=False)  # in the OS's hands at once; on disk at the batch's end
+        bar.update(1)
+        elapsed = time.perf_counter() - started
+        bar.set_postfix(rate=f"{len(produced) / elapsed:.2f}/s" if elapsed > 0 else "-", refresh=False)
+
     try:
         for start in range(0, len(order), max(1, batch_size)):
             chunk = order[start : start + max(1, batch_size)]
-            batch = [conversations[i] for i in chunk]
-            interrupted: InterruptedBatch | None = None
-            batch_started = time.perf_counter()
-            try:
-                completions = backend.generate(batch, [prompts[i] for i in chunk], settings)
-            except InterruptedBatch as error:  # Ctrl-C: save the responses that came back, then stop
-                interrupted, kept = error, sorted(error.completed)
-                chunk, batch = [chunk[k] for k in kept], [batch[k] for k in kept]
-                completions = [error.completed[k] for k in kept]
-            batch_seconds = time.perf_counter() - batch_started
-            records = []
-            for i, conversation, completion in zip(chunk, batch, completions):
-                prediction, tool_call = finish(conversation, completion, settings)
-                record = {
-                    "id": conversation.row_id,
-                    "prediction": prediction,
-                    "prompt": prompts[i],
-                    "raw_output": completion.raw,
-                    **run,
-                    "level": conversation.level,
-                    "kind": conversation.kind,
-                    **usage_of(completion, batch_seconds / max(1, len(chunk))),
-                }
-                if tool_call is not None:
-                    record["tool_call"] = tool_call
-                records.append(record)
-                produced[record["id"]] = record
+            saved: set[int] = set()
+            last = time.perf_counter()  # when the batch started or its last row was reported
+
+            def on_completion(position: int, completion: Completion) -> None:
+                nonlocal last
+                now = time.perf_counter()
+                # a row without its own seconds: the time since the batch's previous row was done
+                save(chunk[position], completion, now - last)
+                saved.add(position)
+                last = now
+
+            completions = generate_batch(backend, [conversations[i] for i in chunk], [prompts[i] for i in chunk],
+                                         settings, on_completion)
+            rest = [position for position in range(len(chunk)) if position not in saved]
+            share = (time.perf_counter() - last) / max(1, len(rest))
+            for position in rest:
+                save(chunk[position], completions[position], share)
             if writer is not None:
-                writer.write(records)
-            bar.update(len(chunk))
-            elapsed = time.perf_counter() - started
-            bar.set_postfix(rate=f"{len(produced) / elapsed:.2f}/s" if elapsed > 0 else "-", refresh=False)
-            if interrupted is not None:
-                raise interrupted
+                writer.sync()
     finally:
         bar.close()
         if writer is not None:

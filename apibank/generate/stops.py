@@ -1,8 +1,10 @@
 """The stop rule: where a generated answer ends, and which stop strings a prompt format uses.
 
-Every way of running a model cuts answers here: the backends while decoding (transformers) or after
-the fact (vLLM, endpoints), the prediction runner, ``apibank_generate.generate`` and the inspect-ai
-task. A stop string is looked for in the generated text only (never the prompt), after the answer's
+Backends stop early where they can (transformers while decoding, vLLM and servers through their own
+``stop`` parameter, which a server may ignore), but none cuts its text: the cut is made once, on whatever
+text came back, by the prediction runner (``runner.finish``, which ``apibank_generate.generate`` goes
+through too), the agent's model driver and the inspect-ai task, so a backend cannot change where an answer
+ends. A stop string is looked for in the generated text only (never the prompt), after the answer's
 leading whitespace and its opening turn label, so that ``AI: Sure, ...`` or ``\\nAI: ...`` begins an
 answer rather than ending it.
 """
@@ -40,8 +42,8 @@ def first_stop(text: str, stops: Iterable[str]) -> int | None:
     """Where the answer ``text`` (generated text only, never the prompt) ends at a stop string, or None.
 
     A stop is looked for after the answer's leading whitespace and opening turn label
-    (:func:`answer_start`). Every backend applies this same rule (transformers while decoding, vLLM
-    and endpoints after the fact), so they agree.
+    (:func:`answer_start`). The transformers decoder stops by this same rule (:class:`StopWatch`), and every
+    backend's text is cut by it afterwards, so they agree.
     """
     start = answer_start(text)
     cut = None

@@ -19,7 +19,6 @@ Output folder layout (``evaluate``):
 from __future__ import annotations
 
 import json
-import json
 import os
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -153,6 +152,8 @@ def evaluate(
         predictions_path.unlink()
     try:
         settings = sized_settings(engine, level_rows, fmt, max_new_tokens=max_new_tokens, stop=stop)
+        # the predictions a resume keeps (a torn last line is dropped): their time is reported apart
+        kept = {record["id"] for record in read_predictions(predictions_path, allow_torn_tail=True)}
         started = time.perf_counter()
         records = generate_predictions(
             rows, engine, fmt=fmt, settings=settings, batch_size=batch_size, output_path=predictions_path,
@@ -169,7 +170,9 @@ def evaluate(
     results = build_results(
         scores, rows, model_info=info, fmt=fmt, decoding=settings.as_dict(), batch_size=batch_size, limit=limit,
         kinds=kinds, icl=icl, dataset_id=dataset_id, subset=len(rows) < len(level_rows),
-        usage=usage_totals(records, price_per_mtok=price, wall_seconds=wall, compile_seconds=info.get("compile_seconds")),
+        usage=usage_totals([record for record in records if record["id"] not in kept],
+                           earlier=[record for record in records if record["id"] in kept], price_per_mtok=price,
+                           wall_seconds=wall, compile_seconds=info.get("compile_seconds")),
     )
     if template is not None:  # the chat template used and each adaptation it needed
         results["chat_template"] = template

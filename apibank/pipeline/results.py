@@ -65,34 +65,43 @@ def parse_price(text: str | Sequence[float] | None) -> tuple[float, float] | Non
 def usage_totals(
     records: Sequence[Mapping[str, Any]],
     *,
+    earlier: Sequence[Mapping[str, Any]] = (),
     price_per_mtok: tuple[float, float] | None = None,
     wall_seconds: float | None = None,
     compile_seconds: float | None = None,
 ) -> dict[str, Any]:
-    """Totals of the per-sample usage in ``records``: tokens, generation seconds, samples/s, cost.
+    """Totals of the per-sample usage in ``records`` (this run's) and ``earlier`` (kept from the runs that a
+    resumed run continues): tokens, generation seconds, samples/s, cost.
 
-    ``seconds`` adds up every sample's generation time (runs that resumed included); ``wall_seconds``
-    is this invocation's generation wall time; ``compile_seconds`` (a compiled backend only) the part of
-    it spent compiling, counted in no sample's seconds. Token totals are None when no sample reports them, and
+    ``seconds`` adds up every sample's generation time; with ``earlier`` records, ``this_run`` and
+    ``earlier_runs`` give the samples and seconds of each apart. ``wall_seconds`` is this invocation's
+    generation wall time; ``compile_seconds`` (a compiled backend only) the part of it spent compiling,
+    counted in no sample's seconds. Token totals are None when no sample reports them, and
     ``samples_with_token_counts`` says how many do.
     """
-    def total(key: str):
-        values = [record.get(key) for record in records if record.get(key) is not None]
+    every = [*earlier, *records]
+
+    def total(key: str, among: Sequence[Mapping[str, Any]] = every):
+        values = [record.get(key) for record in among if record.get(key) is not None]
         return (sum(values), len(values)) if values else (None, 0)
 
     prompt, counted = total("prompt_tokens")
     generated, _ = total("generated_tokens")
     seconds, _ = total("seconds")
     usage: dict[str, Any] = {
-        "samples": len(records),
+        "samples": len(every),
         "samples_with_token_counts": counted,
         "prompt_tokens": prompt,
         "generated_tokens": generated,
         "seconds": round(seconds, 3) if seconds is not None else None,
-        "samples_per_second": round(len(records) / seconds, 4) if seconds else None,
+        "samples_per_second": round(len(every) / seconds, 4) if seconds else None,
         "generated_tokens_per_second": round(generated / seconds, 2) if seconds and generated is not None else None,
         "wall_seconds": round(wall_seconds, 3) if wall_seconds is not None else None,
     }
+    if earlier:
+        for key, among in (("this_run", records), ("earlier_runs", earlier)):
+            part, _ = total("seconds", among)
+            usage[key] = {"samples": len(among), "seconds": round(part, 3) if part is not None else None}
     if compile_seconds is not None:
         usage["compile_seconds"] = round(compile_seconds, 3)
     if price_per_mtok is not None:
@@ -196,6 +205,10 @@ def usage_line(usage: Mapping[str, Any]) -> str:
     if not usage or usage.get("seconds") is None:
         return ""
     parts = [f"{usage.get('samples')} samples in {usage['seconds']:.1f} s"]
+    if usage.get("earlier_runs"):  # a resumed run: its own samples and time, then the earlier runs'
+        parts[0] += " (" + "; ".join(
+            f"{label}: {part['samples']} in " + ("?" if part["seconds"] is None else f"{part['seconds']:.1f} s")
+            for label, part in (("this run", usage["this_run"]), ("earlier runs", usage["earlier_runs"]))) + ")"
     if usage.get("samples_per_second") is not None:
         parts.append(f"{usage['samples_per_second']:.3f} samples/s")
     if usage.get("prompt_tokens") is not None:

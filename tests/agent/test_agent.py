@@ -10,7 +10,7 @@ from apibank.agent.agents import NoCallAgent, OracleAgent
 from apibank.agent.environment import EpisodeEnvironment, searched_names
 from apibank.data.episodes import load_episodes
 from support.mutations import MUTATIONS, mutation_report
-from apibank.agent.runner import default_gold_cache, run_episode, run_level, summarise
+from apibank.agent.runner import default_gold_cache, read_trajectories, run_episode, run_level, summarise
 from apibank.agent.trials import pass_at_k, pass_hat_k
 from apibank.cli.main import main
 
@@ -159,3 +159,62 @@ def test_step_limit_stops_an_agent_that_never_answers(episodes, gold):
     from apibank.agent.runner import Limits
     record = run_episode(Looping(), episodes["level-3"].episodes[0], "searcher", gold, limits=Limits(max_steps=5))
     assert record["steps"] == 5 and record["stopped"] == "step_limit"
+
+
+def test_each_episode_is_saved_when_it_ends(episodes, gold, tmp_path):
+    """Episodes stepped together end out of order: each is on disk the moment it ends, so Ctrl-C loses only
+    the episodes still running, even those before it in the run's order."""
+    path = tmp_path / "trajectories.jsonl"
+    ended: list[str] = []
+
+    def progress(line):
+        ended.append(line.split()[0])
+        assert len(read_trajectories(path)) == len(ended)  # on disk already
+        if len(ended) == 5:
+            raise KeyboardInterrupt
+
+    level = episodes["level-3"]
+    with pytest.raises(KeyboardInterrupt):
+        run_level(OracleAgent, level, "all-tools", gold, limit=12, trajectories=path, progress=progress, batch_size=6)
+    order = [e.id for e in level.episodes[:12]]
+    saved = [r["episode"] for r in read_trajectories(path)]
+    assert saved == ended and len(saved) == 5
+    assert saved != order[:5]  # a later episode ended (and was saved) before an earlier one
+    done = {(r["episode"], r["setting"], r["trial"]): r for r in read_trajectories(path)}
+    resumed = run_level(OracleAgent, level, "all-tools", gold, limit=12, trajectories=path, done=done, batch_size=6)
+    assert [r["episode"] for r in resumed] == order and len(read_trajectories(path)) == 12
+
+
+def test_cli_ctrl_c_says_how_many_episodes_are_saved_and_resumes(data_dir, tmp_path, capsys, monkeypatch):
+    from apibank.agent.runner import EpisodeRun
+
+    out = tmp_path / "run"
+    argv = ["agent", "--model", "oracle", "--levels", "level-3", "--limit", "8", "--batch-size", "4",
+            "--data-dir", str(data_dir), "--quiet", "--json", "--output"]
+    real = EpisodeRun.record
+    judged = []
+
+    def record(self):
+        if len(judged) == 3:
+            raise KeyboardInterrupt
+        judged.append(self.episode.id)
+        return real(self)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(EpisodeRun, "record", record)
+        assert main(argv + [str(out)]) == 130
+    err = capsys.readouterr().err
+    assert f"interrupted; 3 episodes are saved in {out / 'trajectories.jsonl'} (3 by this run)" in err
+    assert [r["episode"] for r in read_trajectories(out / "trajectories.jsonl")] == judged
+    assert main(argv + [str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "resuming: 3 episodes" in captured.err
+    results = json.loads((out / "results.json").read_text())
+    assert results["usage"]["this_run"]["samples"] == 5 and results["usage"]["earlier_runs"]["samples"] == 3
+    assert main(argv + [str(tmp_path / "whole")]) == 0
+    assert json.loads(capsys.readouterr().out) == json.loads(captured.out)
+
+    def timeless(path):
+        return [{k: v for k, v in r.items() if k != "seconds"} for r in read_trajectories(path / "trajectories.jsonl")]
+
+    assert timeless(out) == timeless(tmp_path / "whole")  # the same file, in the one-at-a-time order

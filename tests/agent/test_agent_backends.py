@@ -3,10 +3,9 @@ tool calls (local server), a tiny transformers model through its chat template a
 template, and episodes stepped together giving the same results as one at a time."""
 
 from __future__ import annotations
-from support.local_endpoint import LocalEndpoint
+from support.local_endpoint import ChatCompletions
 from support.paths import TEMPLATES_DIR
 
-import http.server
 import json
 
 import pytest
@@ -20,30 +19,12 @@ from apibank.cli.main import main
 from apibank.generate.backends import make_backend
 
 
-class ScriptedEndpoint(LocalEndpoint):
+class ScriptedEndpoint(ChatCompletions):
     """``POST /v1/chat/completions`` answering with a recorded list of assistant messages."""
 
     def __init__(self, replies: list[dict]):
-        self.replies, self.requests = list(replies), []
-        server = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.requests.append(body)
-                message = server.replies.pop(0)
-                payload = json.dumps({"choices": [{"index": 0, "message": message}],
-                                      "usage": {"prompt_tokens": 100, "completion_tokens": 7}}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-        self.listen(Handler)
+        self.replies = list(replies)
+        super().__init__(lambda body: self.replies.pop(0), usage={"prompt_tokens": 100, "completion_tokens": 7})
 
 
 @pytest.fixture(scope="module")

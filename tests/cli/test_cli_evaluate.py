@@ -167,3 +167,72 @@ def test_interrupted_evaluate_resumes(tiny_model, data_dir, tmp_path, monkeypatc
 
     assert apibank_cli.main(argv + ["--overwrite"]) == 0
     assert len(resumed) == 6  # --overwrite starts over
+
+
+def _oracle_interrupted(monkeypatch, after: int) -> None:
+    """The oracle reports its rows one by one, and Ctrl-C arrives after ``after`` rows of its first batch."""
+    from apibank.generate import OracleBackend
+    from apibank.generate.backends import Completion
+
+    def generate(self, conversations, prompts, settings, on_completion=None):
+        completions = [Completion(text=c.gold, raw=c.gold) for c in conversations]
+        for index, completion in enumerate(completions):
+            if index == after:
+                raise KeyboardInterrupt
+            on_completion(index, completion)
+        return completions
+
+    monkeypatch.setattr(OracleBackend, "generate", generate)
+
+
+def test_ctrl_c_mid_batch_saves_the_rows_done_and_a_resume_reports_its_own_time(data_dir, tmp_path, monkeypatch,
+                                                                                capsys):
+    out = tmp_path / "interrupted"
+    argv = ["evaluate", "--model", "oracle", "--levels", "1", "--limit", "6", "--allow-subset", "--batch-size", "8",
+            "--data-dir", str(data_dir), "--quiet", "--output"]
+    with monkeypatch.context() as patch:
+        _oracle_interrupted(patch, after=3)
+        assert apibank_cli.main(argv + [str(out)]) == 130
+        err = capsys.readouterr().err
+        assert f"interrupted; 3 predictions are saved in {out / 'predictions.jsonl'} (3 by this run)" in err
+        assert len(read_predictions(out / "predictions.jsonl")) == 3
+        _oracle_interrupted(patch, after=5)
+        assert apibank_cli.main(argv + [str(out)]) == 130
+        err = capsys.readouterr().err
+        assert "resuming: 3 predictions" in err and "interrupted; 8 predictions are saved" in err
+        assert "(5 by this run, 3 of them from earlier runs)" in err
+    assert apibank_cli.main(argv + [str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "usage: 12 samples in" in printed and "(this run: 4 in " in printed and "; earlier runs: 8 in " in printed
+    results = json.loads((out / "results.json").read_text())
+    assert results["usage"]["this_run"]["samples"] == 4 and results["usage"]["earlier_runs"]["samples"] == 8
+
+    assert apibank_cli.main(argv + [str(tmp_path / "whole")]) == 0
+    assert "this run" not in capsys.readouterr().out
+    whole = json.loads((tmp_path / "whole" / "results.json").read_text())
+    for key in ("scores", "counts", "decoding", "levels", "model", "subset"):
+        assert results[key] == whole[key], key
+    assert "this_run" not in whole["usage"]
+
+
+def test_a_folder_takes_more_levels(data_dir, tmp_path, capsys):
+    """Level 1, then levels 1 and 2 into the same folder: level 1 is kept (its budgets are those of the first
+    run, though the run's largest budget differs), level 2 is added; a real difference is refused in one line."""
+    out = tmp_path / "oracle"
+    argv = ["evaluate", "--model", "oracle", "--data-dir", str(data_dir), "--output", str(out), "--quiet", "--levels"]
+    assert apibank_cli.main(argv + ["1"]) == 0
+    first = json.loads((out / "results.json").read_text())
+    capsys.readouterr()
+    assert apibank_cli.main(argv + ["1", "2"]) == 0
+    err = capsys.readouterr().err
+    assert f"resuming: {first['usage']['samples']} predictions" in err
+    both = json.loads((out / "results.json").read_text())
+    assert both["levels"] == ["level-1", "level-2"] and both["scores"]["paper"]["level-1"] == first["scores"]["paper"]["level-1"]
+    assert both["decoding"]["max_new_tokens"] != first["decoding"]["max_new_tokens"]
+    assert both["usage"]["earlier_runs"]["samples"] == first["usage"]["samples"]
+    assert len(read_predictions(out / "predictions.jsonl")) == sum(sum(c.values()) for c in both["counts"].values())
+
+    assert apibank_cli.main(argv + ["1", "2", "3", "--max-new-tokens", "50"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "this run has max_new_tokens for level-1/response=50, the predictions in" in err and "have 611" in err
+    assert "(the whole message" not in err

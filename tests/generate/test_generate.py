@@ -5,7 +5,6 @@ serves a tiny random model."""
 from __future__ import annotations
 
 import dataclasses
-import http.server
 import json
 import threading
 
@@ -28,7 +27,7 @@ from apibank.generate.conversation import FORMATS, history_call_text
 from apibank.generate.predictions import ResumeMismatch, read_predictions
 from apibank.generate.runner import finish
 from apibank.generate.stops import PAPER_STOPS, cut_at_stop, default_stops
-from support.local_endpoint import LocalEndpoint
+from support.local_endpoint import LocalEndpoint, QuietHandler, send_json
 from support.tiny import build_tiny_model
 from apibank.generate.toolcalls import call_text, calls_from_message, calls_in_text
 from apibank.judge.parsing.paper import parse_paper
@@ -315,12 +314,9 @@ class _ChatServer(LocalEndpoint):
         self.lock = threading.Lock()
         server = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
+        class Handler(QuietHandler):
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                body = self.json_body()
                 with server.lock:
                     server.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
                     failing = server.fail_first > 0
@@ -336,13 +332,8 @@ class _ChatServer(LocalEndpoint):
                     self.end_headers()
                     return
                 message = server.complete(body)
-                payload = json.dumps({"id": "x", "object": "chat.completion", "model": body["model"],
-                                      "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                send_json(self, {"id": "x", "object": "chat.completion", "model": body["model"],
+                                 "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]})
 
         self.listen(Handler)
 
@@ -404,32 +395,55 @@ def test_openai_backend_retries_busy_server_and_gives_up(backend, rows):
             impatient.generate([conversation], ["x"], SETTINGS)
 
 
-def test_vllm_backend_against_the_documented_api(backend, rows, monkeypatch):
-    """A stand-in ``vllm`` module with the documented surface: ``LLM(model=..., revision=...,
-    tensor_parallel_size=..., dtype=..., seed=...)``, ``get_tokenizer()``, ``generate(prompts,
-    sampling_params, use_tqdm=...)`` returning ``RequestOutput``s, and ``SamplingParams``."""
+class _FakeVLLMEngine:
+    """vLLM's ``LLMEngine`` surface that ``LLM.generate`` itself steps (and vLLM's engine example shows):
+    ``add_request(request_id, prompt, params)``, ``step()`` returning ``RequestOutput``s (``request_id``,
+    ``finished``, ``outputs``), ``has_unfinished_requests()`` and ``abort_request(ids)``. One request
+    finishes per step, the last added first. ``answer(prompt, params)`` gives ``(text, token ids, finish_reason)``."""
+
+    def __init__(self, answer):
+        from types import SimpleNamespace
+
+        self.answer, self.added, self.aborted, self.queue = answer, [], [], []
+        self.namespace = SimpleNamespace
+
+    def add_request(self, request_id, prompt, params):
+        self.added.append((request_id, prompt, params))
+        self.queue.append((request_id, prompt, params))
+
+    def has_unfinished_requests(self):
+        return bool(self.queue)
+
+    def step(self):
+        request_id, prompt, params = self.queue.pop()
+        text, ids, reason = self.answer(prompt, params)
+        output = self.namespace(text=text, token_ids=ids, finish_reason=reason)
+        return [self.namespace(request_id=request_id, finished=True, outputs=[output])]
+
+    def abort_request(self, request_ids):
+        self.aborted += list(request_ids)
+
+
+def _fake_vllm(monkeypatch, backend, answer):
+    """A stand-in ``vllm`` module: ``LLM(model=..., revision=..., tensor_parallel_size=..., dtype=..., seed=...)``,
+    ``get_tokenizer()``, ``llm_engine`` (:class:`_FakeVLLMEngine`) and ``SamplingParams``."""
     import sys
     import types
-    from types import SimpleNamespace
 
     seen: dict = {}
 
     class SamplingParams:
         def __init__(self, **kwargs):
+            self.kwargs = kwargs
             seen["sampling"] = kwargs
 
     class LLM:
         def __init__(self, **kwargs):
             seen["engine"] = kwargs
+            self.llm_engine = seen["llm_engine"] = _FakeVLLMEngine(answer)
 
         def get_tokenizer(self):
             return backend.tokenizer
-
-        def generate(self, prompts, sampling_params, use_tqdm=True):
-            seen["prompts"] = prompts
-            ids = backend.tokenizer("API-Request: [GetToday()]<|im_end|>", add_special_tokens=False)["input_ids"]
-            text = backend.tokenizer.decode(ids)
-            return [SimpleNamespace(outputs=[SimpleNamespace(text=text, token_ids=ids)]) for _ in prompts]
 
     @dataclasses.dataclass
     class EngineArgs:
@@ -445,6 +459,12 @@ def test_vllm_backend_against_the_documented_api(backend, rows, monkeypatch):
     monkeypatch.setitem(sys.modules, "vllm", fake)
     monkeypatch.setitem(sys.modules, "vllm.engine", types.ModuleType("vllm.engine"))
     monkeypatch.setitem(sys.modules, "vllm.engine.arg_utils", arg_utils)
+    return seen
+
+
+def test_vllm_backend_against_the_documented_api(backend, rows, monkeypatch):
+    ids = backend.tokenizer("API-Request: [GetToday()]<|im_end|>", add_special_tokens=False)["input_ids"]
+    seen = _fake_vllm(monkeypatch, backend, lambda prompt, params: (backend.tokenizer.decode(ids), ids, "stop"))
     with pytest.raises(UsageError, match=r"--engine-arg tensor_paralel_size: not an engine argument of the "
                                          r"installed vLLM; did you mean tensor_parallel_size\?"):
         make_backend("org/model", "vllm", engine_args={"tensor_paralel_size": 4})
@@ -460,9 +480,41 @@ def test_vllm_backend_against_the_documented_api(backend, rows, monkeypatch):
     prompts = {r["id"]: r["prompt"] for r in records}
     assert prompts == {r["id"]: backend.render(build_conversation(r, "chat")) for r in rows}
     expected_ids = sorted(backend.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts.values())
-    assert sorted(p["prompt_token_ids"] for p in seen["prompts"]) == expected_ids
+    assert sorted(prompt["prompt_token_ids"] for _, prompt, _ in seen["llm_engine"].added) == expected_ids
     assert {r["prediction"] for r in records} == {"API-Request: [GetToday()]"}
     assert vllm_backend.info()["engine_args"] == {"enable_prefix_caching": True, "seed": 0, "tensor_parallel_size": 4}
+
+
+def test_vllm_rows_are_reported_as_they_finish_and_ctrl_c_aborts_the_rest(backend, rows, monkeypatch):
+    """Each row is reported the step it finishes (here the last added first); a row that vLLM stopped inside
+    its leading whitespace runs again without stop strings; Ctrl-C aborts the requests still running."""
+    ids = backend.tokenizer("AI: fine", add_special_tokens=False)["input_ids"]
+
+    def answer(prompt, params):
+        if params.kwargs["stop"]:
+            return "\n", [], "stop"  # stopped at "\nAI:" before the answer began
+        return backend.tokenizer.decode(ids), ids, "length"
+
+    seen = _fake_vllm(monkeypatch, backend, answer)
+    vllm_backend = make_backend("org/model", "vllm")
+    conversations = [build_conversation(r, "paper") for r in rows[:3]]
+    prompts = [vllm_backend.render(c) for c in conversations]
+    settings = DecodingSettings(max_new_tokens=8, stop=PAPER_STOPS)
+    reported = []
+    completions = vllm_backend.generate(conversations, prompts, settings,
+                                        on_completion=lambda i, c: reported.append((i, c.text)))
+    assert reported == [(2, "AI: fine"), (1, "AI: fine"), (0, "AI: fine")]
+    assert [c.text for c in completions] == ["AI: fine"] * 3
+    engine = seen["llm_engine"]
+    assert [request_id.rsplit("-", 1)[1] for request_id, _, _ in engine.added] == ["stop"] * 3 + ["free"] * 3
+
+    def interrupt(index, completion):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        vllm_backend.generate(conversations, prompts, settings, on_completion=interrupt)
+    # row 2 ran again and finished (its report was interrupted); rows 0 and 1 were still running
+    assert sorted(request_id.split("-", 2)[2] for request_id in engine.aborted) == ["0-stop", "1-stop"]
 
 
 def test_openai_wire_form(rows):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import _thread
 import html
-import http.server
 import json
 import threading
 import time
@@ -30,7 +29,7 @@ from apibank.generate.backends import EndpointError
 from apibank.generate.backends.http import MAX_RETRY_AFTER, retry_after as _retry_after
 from apibank.generate.predictions import read_predictions
 from apibank.pipeline import load_rows
-from support.local_endpoint import LocalEndpoint
+from support.local_endpoint import ChatCompletions, LocalEndpoint, QuietHandler, send_json
 from support.paths import TEMPLATES_DIR as TEMPLATES
 
 TEMPLATE = (TEMPLATES / "strict_alternation.jinja").read_text()
@@ -53,22 +52,9 @@ class StrictServer(LocalEndpoint):
         self.template = env.from_string(TEMPLATE)
         server = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def _send(self, status, payload, headers=()):
-                data = json.dumps(payload).encode() if not isinstance(payload, bytes) else payload
-                self.send_response(status)
-                for key, value in headers:
-                    self.send_header(key, value)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Handler(QuietHandler):
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                body = self.json_body()
                 with server.lock:
                     server.requests.append(body)
                     number = len(server.requests)
@@ -77,7 +63,7 @@ class StrictServer(LocalEndpoint):
                     time.sleep(payload)
                     return
                 try:
-                    self._send(status, payload, headers)
+                    send_json(self, payload, status, headers)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
@@ -242,3 +228,48 @@ def test_ctrl_c_saves_every_completed_response(rows, tmp_path):
     assert elapsed < 5
     saved = read_predictions(output)
     assert len(saved) == 2 and {r["prediction"] for r in saved} == {"API-Request: [GetToday()]"}
+
+
+def test_each_request_asks_for_its_own_rows_budget(data_dir):
+    """``max_tokens`` is the row's budget for its level and kind, not the run's largest."""
+    from apibank.generate.runner import sized_settings
+
+    level_rows = load_rows(["level-1", "level-3"], data_dir)
+    rows = load_rows(["level-1", "level-3"], data_dir, limit=2)
+    with ChatCompletions(lambda body: {"role": "assistant", "content": "API-Request: [GetToday()]"}) as server:
+        backend = OpenAIBackend("gemma", base_url=server.base_url, concurrency=2)
+        settings = sized_settings(backend, level_rows, "chat")
+        generate_predictions(rows, backend, fmt="chat", settings=settings, batch_size=8, progress=False)
+    asked = sorted(request["max_tokens"] for request in server.requests)
+    expected = sorted(settings.max_tokens_for(row["level"], row["kind"]) for row in rows)
+    assert asked == expected and len(set(asked)) == 4 and min(asked) < settings.max_new_tokens
+
+
+def test_a_server_that_ignores_stop_and_max_tokens_cannot_change_a_prediction(data_dir, tiny_backend):
+    """A server sends back text running past the stop strings and the budget: the prediction is cut where the
+    transformers backend (which stops decoding at the first stop) cuts the same text."""
+    import re
+
+    from apibank.generate.stops import answer_start, first_stop
+
+    rows = load_rows(["level-1", "level-2"], data_dir, limit=2)
+    tiny = tiny_backend
+    conversations = [build_conversation(row, "paper") for row in rows]
+    prompts = [tiny.render(c) for c in conversations]
+    texts = {prompt: completion.text for prompt, completion in
+             zip(prompts, tiny.generate(conversations, prompts, DecodingSettings(max_new_tokens=40)))}
+    # stop strings: in each answer, the first two letters in a row after its first two characters
+    stops = tuple(sorted({re.search("[a-z]{2}", text[answer_start(text) + 2 :]).group() for text in texts.values()}))
+    settings = DecodingSettings(max_new_tokens=30, stop=stops)
+    cut = generate_predictions(rows, tiny, fmt="paper", settings=settings, progress=False)
+    assert all(record["finish_reason"] == "stop" for record in cut)  # the decoder stopped at a stop string
+
+    def reply(body):  # the whole 40-token answer, whatever the request's stop and max_tokens say
+        return {"role": "assistant", "content": texts[body["messages"][0]["content"]]}
+
+    with ChatCompletions(reply) as server:
+        served = generate_predictions(rows, OpenAIBackend("tiny", base_url=server.base_url), fmt="paper",
+                                      settings=settings, progress=False)
+    assert {request["max_tokens"] for request in server.requests} == {30}
+    assert all(first_stop(text, stops) is not None for text in texts.values())  # each reply runs past a stop
+    assert [record["prediction"] for record in served] == [record["prediction"] for record in cut]

@@ -9,26 +9,17 @@ import json
 import pytest
 
 import apibank_cli
-from apibank.generate import DecodingSettings, TransformersBackend, build_conversation, generate_predictions
+from apibank.generate import DecodingSettings, build_conversation, generate_predictions
 from apibank.generate.backends import Backend, Completion
 from apibank.generate.backends.decoding import GreedyDecoder, hand_loop
 from apibank.generate.runner import generation_order, sized_settings, token_budgets
 from apibank.generate.stops import LINE_STOPS, PAPER_STOPS, answer_text, cut_at_stop, first_stop, stops_for
-from support.tiny import build_tiny_model
 from apibank.pipeline import load_rows, parse_price, usage_totals
 
 
 @pytest.fixture(scope="module")
 def level_rows(data_dir):
     return load_rows(None, data_dir)
-
-
-@pytest.fixture(scope="module")
-def tiny_backend(tmp_path_factory, data_dir):
-    rows = load_rows(None, data_dir, limit=1)
-    corpus = [row["instruction"] + row["input"] + row["expected_output"] for row in rows]
-    path = build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", corpus)
-    return TransformersBackend(str(path), dtype="float32", device="cpu", chat_template="off")
 
 
 # ------------------------------------------------------------------------------------ stop rule

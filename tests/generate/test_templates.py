@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from apibank.generate.backends.base import Backend
-from apibank.generate.backends.hf import _HFRendering, read_chat_template
+from apibank.generate.backends.hf import _HFRendering
+from apibank.generate.backends.model_checks import read_chat_template
 from apibank.generate.conversation import _result_shown, build_conversation, display
 from apibank.generate.runner import generate_predictions
 from apibank.generate.templates import ORDER, TemplateAdapter, TemplateRefusal, adapt

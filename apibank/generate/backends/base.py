@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 from apibank.generate.backends.options import Option
 from apibank.generate.conversation import Conversation
@@ -35,9 +35,20 @@ class DecodingSettings:
     def sampling(self) -> bool:
         return self.temperature > 0
 
+    @classmethod
+    def from_dict(cls, settings: Mapping[str, Any]) -> "DecodingSettings":
+        """The settings that ``as_dict`` wrote (a predictions file's ``decoding``)."""
+        return cls(max_new_tokens=int(settings["max_new_tokens"]), stop=tuple(settings.get("stop") or ()),
+                   budgets=tuple(sorted((settings.get("max_new_tokens_by_kind") or {}).items())),
+                   temperature=float(settings.get("temperature") or 0.0), seed=settings.get("seed"))
+
+    @staticmethod
+    def budget_key(level: int | str, kind: str) -> str:
+        """``level-1/api``: the key of a level's and kind's budget."""
+        return f"level-{level}/{kind}" if str(level).isdigit() else f"{level}/{kind}"
+
     def max_tokens_for(self, level: int | str, kind: str) -> int:
-        key = f"level-{level}/{kind}" if str(level).isdigit() else f"{level}/{kind}"
-        return min(self.max_new_tokens, dict(self.budgets).get(key, self.max_new_tokens))
+        return min(self.max_new_tokens, dict(self.budgets).get(self.budget_key(level, kind), self.max_new_tokens))
 
     def as_dict(self) -> dict[str, Any]:
         settings = {"do_sample": self.sampling, "temperature": float(self.temperature),
@@ -58,6 +69,10 @@ class Completion:
     prompt_tokens: int | None = None  # usage, where the backend knows it
     generated_tokens: int | None = None
     seconds: float | None = None  # this row's share of the generation time
+
+
+# Told each row's completion the moment the row is done: (its position in the batch, its completion).
+OnCompletion = Callable[[int, Completion], None]
 
 
 class Backend(ABC):
@@ -81,9 +96,16 @@ class Backend(ABC):
 
     @abstractmethod
     def generate(
-        self, conversations: Sequence[Conversation], prompts: Sequence[str], settings: DecodingSettings
+        self, conversations: Sequence[Conversation], prompts: Sequence[str], settings: DecodingSettings,
+        on_completion: OnCompletion | None = None,
     ) -> list[Completion]:
-        """One completion per conversation (``prompts[i]`` is ``render(conversations[i])``)."""
+        """One completion per conversation (``prompts[i]`` is ``render(conversations[i])``).
+
+        A backend that finishes rows one by one calls ``on_completion(i, completion)`` as each row is done,
+        in the calling thread, so that the caller saves it at once (Ctrl-C then loses only the rows still
+        in flight); the returned list holds every completion all the same. Calling it is optional: a
+        backend that returns the whole batch at once need not.
+        """
 
     def info(self) -> dict[str, Any]:
         return {"backend": self.name}
@@ -105,7 +127,7 @@ class OracleBackend(Backend):
     def render(self, conversation: Conversation) -> str:
         return conversation.plain_text if conversation.plain_text is not None else json.dumps(conversation.messages)
 
-    def generate(self, conversations, prompts, settings):
+    def generate(self, conversations, prompts, settings, on_completion=None):
         return [Completion(text=c.gold, raw=c.gold) for c in conversations]
 
     def info(self) -> dict[str, Any]:

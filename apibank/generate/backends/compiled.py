@@ -19,7 +19,7 @@ import time
 from typing import Any, Callable, Sequence
 
 from apibank.errors import UsageError
-from apibank.generate.backends.decoding import RowOutput, _cache_argument, left_padded, take_tokens
+from apibank.generate.backends.decoding import OnRow, RowOutput, _cache_argument, left_padded, take_tokens
 
 CACHE_STEP = 256  # cache lengths are rounded up to a multiple of this (fewer shapes, fewer compilations)
 
@@ -83,6 +83,7 @@ class CompiledDecoder:
         *,
         temperature: float = 0.0,
         seed: int | None = None,
+        on_row: OnRow | None = None,
     ) -> list[RowOutput]:
         """As :meth:`GreedyDecoder.generate <apibank.generate.backends.decoding.GreedyDecoder.generate>`,
         greedy only."""
@@ -116,7 +117,7 @@ class CompiledDecoder:
             live = [True] * n
             step = 0
             while True:
-                alive = take_tokens(host, range(n), live, outputs, self.eos_ids, should_stop, budgets)
+                alive = take_tokens(host, range(n), live, outputs, self.eos_ids, should_stop, budgets, on_row)
                 if alive == 0:
                     break
                 started = time.perf_counter()

@@ -8,7 +8,8 @@
   (compute-bound: padding and repeated prefixes cost time) and ``"batch"`` elsewhere (a GPU pays per
   forward pass, not per token). Either way only the last position's logits are computed.
 * Each decode step picks every row's token on the device and copies them to the host in one transfer.
-* Each row stops on its own (EOS, ``should_stop`` on its generated ids, or its token budget).
+* Each row stops on its own (EOS, ``should_stop`` on its generated ids, or its token budget), and is
+  handed to ``on_row`` then, so that the caller can save it before the batch ends.
   Finished rows are dropped from the batch (every layer's cache compacted once) when the share of
   live rows falls to ``compact_at``: half on a CPU, where each row costs compute, a quarter elsewhere,
   where a step reads the weights whatever the batch and the compaction itself is what costs.
@@ -35,6 +36,10 @@ class RowOutput:
     prompt_tokens: int
     reused_prompt_tokens: int  # prompt tokens whose KV came from the previous prompt's cache
     seconds: float  # prefill time plus this row's share of each decode step it took part in
+
+
+# Told each row the moment it ends (its seconds complete), so that it can be saved before the batch ends.
+OnRow = Callable[[int, RowOutput], None]
 
 
 def _cache_argument(model) -> str:
@@ -68,21 +73,24 @@ def left_padded(prompts: Sequence[list[int]], pad_id: int, device):
 
 def take_tokens(host: Sequence[int], members: Sequence[int], live: list[bool], outputs: Sequence[RowOutput],
                 eos_ids: set[int] | Sequence[int], should_stop: Callable[[int, list[int]], bool] | None,
-                budgets: Sequence[int]) -> int:
+                budgets: Sequence[int], on_row: OnRow | None = None) -> int:
     """One decode step's tokens (``host[position]`` for row ``members[position]``) added to the live rows'
-    outputs; a row ends at EOS (not kept), at a stop, or at its budget. Returns how many rows stay live."""
+    outputs; a row ends at EOS (not kept), at a stop, or at its budget, and is then handed to ``on_row``.
+    Returns how many rows stay live."""
     for position, row in enumerate(members):
         if not live[position]:
             continue
         token, out = host[position], outputs[row]
         if token in eos_ids:
             out.finish_reason, live[position] = "eos", False
-            continue
-        out.ids.append(token)
-        if should_stop is not None and should_stop(row, out.ids):
-            out.finish_reason, live[position] = "stop", False
-        elif len(out.ids) >= budgets[row]:
-            live[position] = False
+        else:
+            out.ids.append(token)
+            if should_stop is not None and should_stop(row, out.ids):
+                out.finish_reason, live[position] = "stop", False
+            elif len(out.ids) >= budgets[row]:
+                live[position] = False
+        if on_row is not None and not live[position]:
+            on_row(row, out)
     return sum(live)
 
 
@@ -180,9 +188,11 @@ class GreedyDecoder:
         *,
         temperature: float = 0.0,
         seed: int | None = None,
+        on_row: OnRow | None = None,
     ) -> list[RowOutput]:
-        """One :class:`RowOutput` per prompt. ``should_stop(row, ids)`` is asked after each new token.
-        With ``temperature`` > 0, tokens are sampled, each row's generator seeded with ``seed``."""
+        """One :class:`RowOutput` per prompt. ``should_stop(row, ids)`` is asked after each new token;
+        ``on_row(row, output)`` is told each row as it ends. With ``temperature`` > 0, tokens are sampled,
+        each row's generator seeded with ``seed``."""
         import torch
 
         n = len(prompts)
@@ -216,7 +226,7 @@ class GreedyDecoder:
             live = [True] * n
             length = width
             while True:
-                alive = take_tokens(host, members, live, outputs, self.eos_ids, should_stop, budgets)
+                alive = take_tokens(host, members, live, outputs, self.eos_ids, should_stop, budgets, on_row)
                 if alive == 0:
                     break
                 if alive <= len(members) * self.compact_at:

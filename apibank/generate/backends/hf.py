@@ -9,6 +9,7 @@ from typing import Any, Sequence
 from apibank.benchmark import TEMPLATE_MODES
 from apibank.errors import require_extra
 from apibank.generate.backends.base import Backend, Completion
+from apibank.generate.backends.model_checks import check_hf_model, read_chat_template
 from apibank.generate.backends.options import CHAT_TEMPLATE, DTYPE, REVISION, TRUST_REMOTE_CODE, Option
 from apibank.generate.conversation import Conversation
 from apibank.generate.stops import StopWatch
@@ -17,26 +18,6 @@ from apibank.generate.toolcalls import ToolCall, calls_from_message, calls_in_te
 
 
 # ------------------------------------------------------------------------------ HF tokenizer use
-
-
-def read_chat_template(path: str | os.PathLike[str]) -> str:
-    """A chat template file's text, checked to compile as Jinja (ValueError naming the file if not)."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ValueError(f"--chat-template {path}: cannot read it ({error})") from None
-    if not text.strip():
-        raise ValueError(f"--chat-template {path}: the file is empty")
-    try:
-        from transformers.utils.chat_template_utils import _compile_jinja_template
-
-        _compile_jinja_template(text)
-    except ImportError:  # a transformers without this helper: the first render reports errors instead
-        pass
-    except Exception as error:
-        raise ValueError(f"--chat-template {path}: not a valid Jinja template ({error})") from None
-    return text
 
 
 class _HFRendering:
@@ -182,8 +163,6 @@ class TransformersBackend(_HFRendering, Backend):
 
     @classmethod
     def check_options(cls, model: str, options: dict[str, Any], *, fmt: str | None = None) -> None:
-        from apibank.generate.backends.model_checks import check_hf_model
-
         if not model.lower().endswith(".gguf"):  # a .gguf one: the gguf extra, torch included
             require_extra("torch", ("torch",), f"--backend {cls.name}")
         if options.get("compile"):
@@ -293,7 +272,20 @@ class TransformersBackend(_HFRendering, Backend):
             ids = ids[:-1]
         return ids
 
-    def generate(self, conversations, prompts, settings):
+    def _completion(self, conversation: Conversation, prompt: str, row) -> Completion:
+        """The completion of one decoded row (a :class:`~apibank.generate.backends.decoding.RowOutput`)."""
+        ids = self._trim(row.ids)
+        raw = self.tokenizer.decode(ids, skip_special_tokens=False)
+        text = self.tokenizer.decode(ids, skip_special_tokens=True)
+        return Completion(
+            text=text, raw=raw, tool_calls=self._parse_tool_calls(raw, prompt, conversation),
+            extra={"new_tokens": len(row.ids), "finish_reason": row.finish_reason,
+                   "reused_prompt_tokens": row.reused_prompt_tokens},
+            prompt_tokens=row.prompt_tokens, generated_tokens=len(row.ids) + (row.finish_reason == "eos"),
+            seconds=row.seconds,
+        )
+
+    def generate(self, conversations, prompts, settings, on_completion=None):
         if not conversations:
             return []
         add_special = self._add_special_tokens(conversations[0])
@@ -313,19 +305,13 @@ class TransformersBackend(_HFRendering, Backend):
                 watch = watches[row] = StopWatch(stops, decode)
             return watch(ids)
 
-        rows = self.decoder.generate(encoded, budgets, should_stop,
-                                     temperature=settings.temperature, seed=settings.seed)
-        completions = []
-        for conversation, prompt, row in zip(conversations, prompts, rows):
-            ids = self._trim(row.ids)
-            raw = self.tokenizer.decode(ids, skip_special_tokens=False)
-            text = self.tokenizer.decode(ids, skip_special_tokens=True)
-            calls = self._parse_tool_calls(raw, prompt, conversation)
-            completions.append(Completion(
-                text=text, raw=raw, tool_calls=calls,
-                extra={"new_tokens": len(row.ids), "finish_reason": row.finish_reason,
-                       "reused_prompt_tokens": row.reused_prompt_tokens},
-                prompt_tokens=row.prompt_tokens, generated_tokens=len(row.ids) + (row.finish_reason == "eos"),
-                seconds=row.seconds,
-            ))
-        return completions
+        done: dict[int, Completion] = {}
+
+        def on_row(row: int, output) -> None:  # a row that ended: reported now, before the batch ends
+            done[row] = self._completion(conversations[row], prompts[row], output)
+            on_completion(row, done[row])
+
+        rows = self.decoder.generate(encoded, budgets, should_stop, temperature=settings.temperature,
+                                     seed=settings.seed, on_row=on_row if on_completion is not None else None)
+        return [done.get(index) or self._completion(conversation, prompt, row)
+                for index, (conversation, prompt, row) in enumerate(zip(conversations, prompts, rows))]

@@ -143,6 +143,18 @@ def load_tokenizer_and_model(
     return tokenizer, model
 
 
+def converted_model_folder(source: ModelSource) -> Path:
+    """The conversion cache's folder for a GGUF file, converted now if it is not there yet: for engines
+    that load an ordinary model folder only (vLLM)."""
+    folder = converted_folder(source)
+    if folder is None:
+        raise UsageError(f"--model {source.label}: this engine loads the GGUF file's converted folder, and the "
+                         f"conversion cache is off ({GGUF_CACHE_ENV}=off); unset {GGUF_CACHE_ENV}")
+    if not (folder / "config.json").is_file():
+        load_tokenizer_and_model(source)  # converts, and fills the cache
+    return folder
+
+
 def _save_converted(tokenizer, model, folder: Path) -> None:
     """Write the converted model atomically (a temporary sibling folder, then a rename)."""
     # The de-quantised weights are plain tensors; the GGUF marker would make the folder load as GGUF again.

@@ -4,6 +4,7 @@ and whether it ships a chat template (for the prompt formats that need one)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,26 @@ from apibank.benchmark import TEMPLATE_MODES
 from apibank.errors import UsageError, require_extra
 from apibank.generate.backends.gguf_metadata import gguf_chat_template
 from apibank.generate.backends.loading import resolve_model
+
+
+def read_chat_template(path: str | os.PathLike[str]) -> str:
+    """A chat template file's text, checked to compile as Jinja (ValueError naming the file if not)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ValueError(f"--chat-template {path}: cannot read it ({error})") from None
+    if not text.strip():
+        raise ValueError(f"--chat-template {path}: the file is empty")
+    try:
+        from transformers.utils.chat_template_utils import _compile_jinja_template
+
+        _compile_jinja_template(text)
+    except ImportError:  # a transformers without this helper: the first render reports errors instead
+        pass
+    except Exception as error:
+        raise ValueError(f"--chat-template {path}: not a valid Jinja template ({error})") from None
+    return text
 
 
 def _folder_has_template(folder: Path) -> bool:
@@ -101,8 +122,6 @@ def check_chat_template(model: str, where: dict[str, Any], fmt: str | None, mode
     """A ``--chat-template`` file compiles, and a format that needs a template (chat, tools; paper with
     ``on``) has one; ``fmt`` None: only the file is checked."""
     if mode not in TEMPLATE_MODES:
-        from apibank.generate.backends.hf import read_chat_template
-
         try:
             read_chat_template(mode)
         except ValueError as error:

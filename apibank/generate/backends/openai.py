@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import threading
 import time
 from typing import Any, Callable, Sequence
@@ -16,15 +17,6 @@ from apibank.generate.backends.options import Option, positive_seconds
 from apibank.generate.conversation import Conversation
 from apibank.generate.templates import ESCALATION, ORDER, Adaptation, adapt, tool_result_text
 from apibank.generate.toolcalls import calls_from_message, calls_in_text
-
-
-class InterruptedBatch(KeyboardInterrupt):
-    """Ctrl-C during a batch: ``completed`` maps positions in the batch to the responses that came back,
-    so that the caller can save them before stopping."""
-
-    def __init__(self, completed: dict[int, Completion]) -> None:
-        super().__init__()
-        self.completed = completed
 
 
 def _usage(reply: dict[str, Any]) -> dict[str, int] | None:
@@ -149,7 +141,7 @@ class OpenAIBackend(Backend):
             "model": self.model_id,
             "messages": self.wire_messages(messages),
             "temperature": float(settings.temperature),
-            "max_tokens": settings.max_new_tokens,
+            "max_tokens": settings.max_tokens_for(conversation.level, conversation.kind),  # this row's budget
             "n": 1,
         }
         seed = settings.seed if settings.sampling and settings.seed is not None else self.seed
@@ -221,12 +213,13 @@ class OpenAIBackend(Backend):
         return Completion(text=text, raw=json.dumps(message, ensure_ascii=False), tool_calls=calls, extra=extra)
 
     # -- a batch
-    def generate(self, conversations, prompts, settings):
-        """One completion per conversation, ``concurrency`` requests at a time, in daemon threads so
-        that Ctrl-C returns at once (:class:`InterruptedBatch` carries the completed responses)."""
+    def generate(self, conversations, prompts, settings, on_completion=None):
+        """One completion per conversation, ``concurrency`` requests at a time, in daemon threads; each
+        response is handed to ``on_completion`` (in the calling thread) as it comes back. Ctrl-C returns at
+        once, abandoning the requests still out; a request that fails for good stops the batch."""
         self._stop.clear()
         results: dict[int, Completion] = {}
-        failures: dict[int, BaseException] = {}
+        arrived: queue.SimpleQueue[tuple[int, Completion | BaseException]] = queue.SimpleQueue()
         pending = list(range(len(conversations)))
         pending_lock = threading.Lock()
 
@@ -237,31 +230,41 @@ class OpenAIBackend(Backend):
                         return
                     index = pending.pop(0)
                 try:
-                    results[index] = self._one(conversations[index], settings)
+                    arrived.put((index, self._one(conversations[index], settings)))
                 except BaseException as error:  # noqa: BLE001 (handed to the caller's thread)
-                    failures[index] = error
-                    if not isinstance(error, KeyboardInterrupt):
-                        self._stop.set()  # a request that failed for good: start no more
+                    self._stop.set()  # a request that failed for good (or was stopped): start no more
+                    arrived.put((index, error))
                     return
+
+        def take(index: int, outcome: Completion | BaseException) -> None:
+            if isinstance(outcome, KeyboardInterrupt):  # a request stopped because another one failed
+                return
+            if isinstance(outcome, BaseException):
+                raise outcome
+            results[index] = outcome
+            if on_completion is not None:
+                on_completion(index, outcome)
 
         threads = [threading.Thread(target=worker, daemon=True) for _ in range(min(self.concurrency, len(pending)))]
         try:
             for thread in threads:
                 thread.start()
-            for thread in threads:
-                while thread.is_alive() and not any(
-                    not isinstance(error, KeyboardInterrupt) for error in failures.values()
-                ):
-                    thread.join(0.1)
+            while len(results) < len(conversations):
+                try:
+                    take(*arrived.get(timeout=0.1))
+                except queue.Empty:
+                    if not any(thread.is_alive() for thread in threads) and arrived.empty():
+                        raise AssertionError("the request threads ended without an answer for every row") from None
         except KeyboardInterrupt:
             self._stop.set()
-            raise InterruptedBatch(dict(results)) from None
-        if failures:
-            index = min(failures)
-            error = failures[index]
-            if isinstance(error, KeyboardInterrupt):
-                raise InterruptedBatch(dict(results))
-            raise error
+            while not arrived.empty():  # responses that came back but were not handed over yet
+                index, outcome = arrived.get()
+                if isinstance(outcome, Completion):
+                    take(index, outcome)
+            raise
+        except BaseException:
+            self._stop.set()
+            raise
         return [results[index] for index in range(len(conversations))]
 
 

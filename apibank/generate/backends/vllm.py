@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import itertools
 from typing import Any
 
 from apibank.errors import UsageError, require_extra
@@ -44,14 +45,17 @@ def check_engine_args(engine_args: dict[str, Any], known: frozenset[str]) -> Non
                              "(they are the fields of vllm.engine.arg_utils.EngineArgs)")
 
 
+_BATCHES = itertools.count()  # request ids unique within the process: apibank-<batch>-<row>-<stop|free>
+
 # ----------------------------------------------------------------------------------------- vLLM
 class VLLMBackend(_HFRendering, Backend):
     """vLLM's offline engine. ``pip install 'apibank[vllm]'``; needs a GPU.
 
     Prompts are rendered with the model's HF tokenizer exactly as for the transformers backend and
     sent as token ids, so both backends see identical inputs. Prefix caching is on (rows of one
-    dialogue share their history), each row gets its own token budget, and stop strings follow the
-    shared rule of :func:`~apibank.generate.stops.first_stop` (see ``generate``).
+    dialogue share their history), each row gets its own token budget and is reported as soon as it
+    finishes, and stop strings follow the shared rule of :func:`~apibank.generate.stops.first_stop`
+    (see ``generate``).
     """
 
     name = "vllm"
@@ -83,6 +87,12 @@ class VLLMBackend(_HFRendering, Backend):
         require_extra("vllm", ("vllm",), "the vllm backend")
         from vllm import LLM
 
+        from apibank.generate.backends.loading import converted_model_folder, resolve_model
+
+        self.source = resolve_model(model)
+        # vLLM reads no GGUF file on a CPU: it gets the package's converted folder (the same tokenizer
+        # and de-quantised weights as the transformers backend).
+        location = str(converted_model_folder(self.source)) if self.source.kind == "gguf" else self.source.location
         self.model_id = model
         self.revision = revision
         self.dtype = dtype
@@ -91,7 +101,7 @@ class VLLMBackend(_HFRendering, Backend):
         check_engine_args(engine_args, engine_argument_names())
         # Rows of one dialogue share their history: prefix caching reuses it unless told otherwise.
         self.engine_args = {"enable_prefix_caching": True, "seed": 0, **engine_args}
-        self.llm = LLM(model=model, revision=revision, tokenizer_revision=revision, dtype=dtype,
+        self.llm = LLM(model=location, revision=revision, tokenizer_revision=revision, dtype=dtype,
                        trust_remote_code=trust_remote_code, **self.engine_args)
         self.tokenizer = self.llm.get_tokenizer()
 
@@ -99,7 +109,8 @@ class VLLMBackend(_HFRendering, Backend):
         return {
             "backend": self.name,
             "model_id": self.model_id,
-            "model_revision": self.revision,
+            "model_revision": f"sha256:{self.source.sha256}" if self.source.kind == "gguf" else self.revision,
+            "model_source": self.source.kind,
             "dtype": self.dtype,
             "engine_args": self.engine_args,
             "chat_template": self.chat_template,
@@ -117,7 +128,9 @@ class VLLMBackend(_HFRendering, Backend):
             sampling = {"temperature": settings.temperature, "seed": settings.seed}
         return SamplingParams(**sampling, max_tokens=budget, stop=stop, skip_special_tokens=False)
 
-    def generate(self, conversations, prompts, settings):
+    def generate(self, conversations, prompts, settings, on_completion=None):
+        """The rows go to vLLM's engine together and are stepped as its own ``LLM.generate`` steps them
+        (``add_request``, then ``step`` until done), so that each row is reported as soon as it finishes."""
         if not conversations:
             return []
         add_special = self._add_special_tokens(conversations[0])
@@ -127,25 +140,46 @@ class VLLMBackend(_HFRendering, Backend):
         ]
         budgets = [settings.max_tokens_for(c.level, c.kind) for c in conversations]
         stops = list(settings.stop) or None
-        outputs = list(self.llm.generate(inputs, [self._params(b, stops, settings) for b in budgets], use_tqdm=False))
-        # vLLM also stops at a stop string inside the answer's leading whitespace or right after its
-        # opening turn label ("\nAI:", "AI:\n"); the shared rule does not, so such rows run again
-        # without stop strings and the runner cuts them like every other backend's text.
-        again = [i for i, output in enumerate(outputs)
-                 if stops and getattr(output.outputs[0], "finish_reason", None) == "stop"
-                 and answer_start(output.outputs[0].text) == len(output.outputs[0].text)]
-        if again:
-            redone = self.llm.generate([inputs[i] for i in again],
-                                       [self._params(budgets[i], None, settings) for i in again], use_tqdm=False)
-            for i, output in zip(again, redone):
-                outputs[i] = output
-        completions = []
-        for conversation, prompt, output, given in zip(conversations, prompts, outputs, inputs):
-            generated = output.outputs[0]
-            raw = generated.text
-            text = self.tokenizer.decode(list(generated.token_ids), skip_special_tokens=True)
-            calls = self._parse_tool_calls(raw, prompt, conversation)
-            completions.append(Completion(text=text, raw=raw, tool_calls=calls,
-                                          prompt_tokens=len(given["prompt_token_ids"]),
-                                          generated_tokens=len(generated.token_ids)))
-        return completions
+        engine = self.llm.llm_engine
+        batch = next(_BATCHES)
+        running: dict[str, tuple[int, bool]] = {}  # request id -> (row, whether it has the stop strings)
+
+        def submit(index: int, stop: list[str] | None) -> None:
+            request_id = f"apibank-{batch}-{index}-{'stop' if stop else 'free'}"
+            engine.add_request(request_id, inputs[index], self._params(budgets[index], stop, settings))
+            running[request_id] = (index, bool(stop))
+
+        completions: dict[int, Completion] = {}
+        try:
+            for index in range(len(inputs)):
+                submit(index, stops)
+            while running:
+                if not engine.has_unfinished_requests():
+                    raise RuntimeError(f"vLLM's engine dropped the requests {sorted(running)}")
+                for output in engine.step():
+                    if not output.finished or output.request_id not in running:
+                        continue
+                    index, stopped = running.pop(output.request_id)
+                    generated = output.outputs[0]
+                    # vLLM also stops at a stop string inside the answer's leading whitespace or right after
+                    # its opening turn label ("\nAI:", "AI:\n"); the shared rule does not, so such a row runs
+                    # again without stop strings and the runner cuts it like every other backend's text.
+                    if (stopped and getattr(generated, "finish_reason", None) == "stop"
+                            and answer_start(generated.text) == len(generated.text)):
+                        submit(index, None)
+                        continue
+                    completions[index] = self._completion(conversations[index], prompts[index], inputs[index],
+                                                          generated)
+                    if on_completion is not None:
+                        on_completion(index, completions[index])
+        except BaseException:
+            if running:
+                engine.abort_request(list(running))
+            raise
+        return [completions[index] for index in range(len(conversations))]
+
+    def _completion(self, conversation, prompt: str, given: dict[str, Any], generated) -> Completion:
+        raw = generated.text
+        text = self.tokenizer.decode(list(generated.token_ids), skip_special_tokens=True)
+        return Completion(text=text, raw=raw, tool_calls=self._parse_tool_calls(raw, prompt, conversation),
+                          prompt_tokens=len(given["prompt_token_ids"]), generated_tokens=len(generated.token_ids))
