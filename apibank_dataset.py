@@ -1,8 +1,8 @@
 """API-Bank (Li et al., EMNLP 2023) as typed Arrow datasets.
 
-Configs (one table, :data:`apibank.data.features.CONFIGS`):
+Configs (one table, ``apibank.data.features.CONFIGS``):
 
-* ``level-1``, ``level-2``, ``level-3``: split ``test``; typed rows (:mod:`apibank.data.features`), each with a
+* ``level-1``, ``level-2``, ``level-3``: split ``test``; typed rows (``apibank.data.features``), each with a
   ``reference`` JSON for the ``apibank`` metric;
 * ``training``: split ``train``; the level-1/2/3 API and response training files. ``levels=(3,)``
   restricts it to the levels you have (the level-1/2 files are large and missing from some copies).
@@ -11,7 +11,7 @@ The rows are generated from the raw upstream dialogues of the pinned commit and 
 against upstream ``test-data``. Files come from ``data_dir`` (a local copy of upstream ``api-bank/``)
 or are downloaded by the download manager from the pinned commit and verified by checksum.
 
-datasets 4+ no longer runs loading scripts, so use the class directly::
+datasets 4+ no longer runs loading scripts, so use the class directly:
 
     from apibank_dataset import ApiBank
     builder = ApiBank(config_name="level-1", data_dir="/path/to/api-bank")

@@ -38,6 +38,7 @@ Args:
     timeout (`float`, default 2.0): time limit in seconds for judging one sample's calls.
     data_dir (`str`, optional): a local copy of the upstream API-Bank files (default: the
         `APIBANK_DATA_DIR` variable, else a verified download into the Hugging Face cache).
+
 Returns:
     `paper` and `corrected`: per level ("level-1", "level-2", "level-3", only those present) and
         "overall": `api` {correct, total, accuracy}, `response` {rouge_l, count, rouge_l_rougescore},
@@ -45,6 +46,7 @@ Returns:
         `dialogues` {correct, total, accuracy}.
     `revision`: the upstream commit the references come from; `protocols`: what each protocol does.
     Flat aliases: `paper_api_accuracy`, `corrected_api_accuracy`, `rouge_l` (overall values).
+
 Examples:
     >>> import json
     >>> apibank = evaluate.load("apibank")

@@ -2,9 +2,9 @@
 
 The public API is small and stable across internal moves:
 
-* :func:`iter_rows` -- the evaluation and training rows of a config (``level-1``, ``level-2``,
+* ``iter_rows`` -- the evaluation and training rows of a config (``level-1``, ``level-2``,
   ``level-3``, ``training``), generated from the raw upstream dialogues;
-* :func:`score` -- API-call accuracy by executing predicted calls against the tool environment
+* ``score`` -- API-call accuracy by executing predicted calls against the tool environment
   (``apibank_tools``), under the paper and the corrected protocol, plus ROUGE-L for responses.
 
 Subpackages: ``data`` (upstream files and rows), ``judge`` (parsing, judging, scoring, ROUGE-L,

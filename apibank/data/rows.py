@@ -1,7 +1,7 @@
 """API-Bank evaluation and training rows, derived from the raw upstream dialogues.
 
 This module is the single source of the rows that ``apibank_dataset.py`` turns into Arrow datasets
-and that the metric and generation code read (the fields: :mod:`apibank.data.features`). It needs no
+and that the metric and generation code read (the fields: ``apibank.data.features``). It needs no
 ``datasets`` import.
 
 How the rows are made:
@@ -15,8 +15,8 @@ How the rows are made:
   history holds the earlier gold calls) and one response row per dialogue, checked against the
   ``level-3-batch-inf*.json`` files.
 
-The dialogues are read by :mod:`apibank.data.dialogues` through a *source* (see there); which files
-each config needs is :mod:`apibank.data.configs`.
+The dialogues are read by ``apibank.data.dialogues`` through a *source* (see there); which files
+each config needs is ``apibank.data.configs``.
 """
 
 from __future__ import annotations

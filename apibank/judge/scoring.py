@@ -1,30 +1,28 @@
 """Scoring API-Bank predictions: API-call accuracy by executing the predicted calls, ROUGE-L for responses.
 
-Entry point: :func:`score`. It takes the model outputs (raw generated text) and the dataset rows'
+Entry point: ``score``. It takes the model outputs (raw generated text) and the dataset rows'
 ``reference`` field (JSON text or the parsed dict), for any mix of levels and of API-call and
 response rows, and needs nothing else. Every argument is checked before any work starts.
 
 Two protocols, both reported by default:
 
-``paper``
-    The original evaluators bug for bug: regex call extraction, all values text, the original
-    coercion and rejection rules, fresh tool state per call, the tools' original
-    checks with their in-place edits of gold records (duplicate samples share one gold record per
-    (file, turn), judged in id order whatever the input order), the original error categories. Cases
-    where the original aborts count as wrong under an ``ABORT_*`` category. One deliberate
-    deviation: the level-3 evaluator shares one tool manager across the whole run, which makes
-    verdicts depend on sample order; here every level-3 step gets fresh state too.
-``corrected``
-    ``ast`` literal parsing, coercion to the declared schema, the dialogue's earlier gold calls
-    replayed first, checks without the in-place edits and KeyError bugs, ToolSearcher judged on the
-    tool it retrieves, renamed parameters and data drift handled (see :mod:`apibank.judge.judging`).
+* ``paper``: the original evaluators bug for bug: regex call extraction, all values text, the original
+  coercion and rejection rules, fresh tool state per call, the tools' original checks with their
+  in-place edits of gold records (duplicate samples share one gold record per (file, turn), judged in id
+  order whatever the input order), the original error categories. Cases where the original aborts count
+  as wrong under an ``ABORT_*`` category. One deliberate deviation: the level-3 evaluator shares one
+  tool manager across the whole run, which makes verdicts depend on sample order; here every level-3
+  step gets fresh state too.
+* ``corrected``: ``ast`` literal parsing, coercion to the declared schema, the dialogue's earlier gold
+  calls replayed first, checks without the in-place edits and KeyError bugs, ToolSearcher judged on the
+  tool it retrieves, renamed parameters and data drift handled (see ``apibank.judge.judging``).
 
 Responses are scored the same way under both protocols: ``rouge`` 1.0.1's rouge-l F reimplemented
-(:mod:`apibank.judge.rouge`); levels 1/2: empty prediction scores 0, otherwise rounded to 4 places;
+(``apibank.judge.rouge``); levels 1/2: empty prediction scores 0, otherwise rounded to 4 places;
 level 3: ``User:`` and ``AI:`` removed, trimmed, empty scores 0, not rounded. A prediction made only
 of periods (the original crashes) scores 0. rouge-score's ``rougeL`` F is reported beside it.
 
-Output shape (levels appear only when present in the references)::
+Output shape (levels appear only when present in the references):
 
     {
       "paper": {
@@ -91,7 +89,7 @@ from apibank.judge.worker import Overrun, RunStats, Step, run_steps
 def _validated(
     predictions: Any, references: Any, protocols: Iterable[str], timeout: Any, memory_mb: Any
 ) -> tuple[tuple[str, ...], list[str], list[dict[str, Any]], float | None, str | None]:
-    """Every argument of :func:`score` checked once, before any work: (protocols, predictions,
+    """Every argument of ``score`` checked once, before any work: (protocols, predictions,
     parsed references, deadline, revision), or one clear error naming what is wrong."""
     # a set has no order: take the protocols in their usual order, so the details come out the same every run
     protocols = tuple(sorted(protocols, key=list(PROTOCOLS).index) if isinstance(protocols, AbstractSet)
@@ -313,9 +311,10 @@ def score(
 
     ``data_dir`` locates the upstream tool databases (default: ``$APIBANK_DATA_DIR`` or the verified
     download cache; every file is checked against the pinned manifest); ``retriever`` replaces the
-    ToolSearcher backend. API rows are judged in a worker process (:mod:`apibank.judge.worker`):
+    ToolSearcher backend. API rows are judged in a worker process (``apibank.judge.worker``):
     ``timeout`` is each sample's limit in seconds of the worker's CPU time (None or ``inf``: none; a
-    sample that uses no CPU is stopped after 30 times it in wall time), enforced by killing the worker, and ``memory_mb`` caps the worker's memory above the caller's (None: no cap). A sample
+    sample that uses no CPU is stopped after 30 times it in wall time), enforced by killing the
+    worker, and ``memory_mb`` caps the worker's memory above the caller's (None: no cap). A sample
     that overruns either is judged ``TIMEOUT`` or ``MEMORY_LIMIT``. The caller's signals and timers
     are not touched. ``progress`` is called with (judging steps done, steps in all) as they finish.
     """

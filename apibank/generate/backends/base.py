@@ -37,7 +37,7 @@ class DecodingSettings:
 
     @classmethod
     def from_dict(cls, settings: Mapping[str, Any]) -> "DecodingSettings":
-        """The settings that :meth:`as_dict` wrote (a predictions file's ``decoding``)."""
+        """The settings that ``as_dict`` wrote (a predictions file's ``decoding``)."""
         return cls(max_new_tokens=int(settings["max_new_tokens"]), stop=tuple(settings.get("stop") or ()),
                    budgets=tuple(sorted((settings.get("max_new_tokens_by_kind") or {}).items())),
                    temperature=float(settings.get("temperature") or 0.0), seed=settings.get("seed"))
@@ -85,9 +85,9 @@ class Backend(ABC):
 
     @classmethod
     def check_options(cls, model: str, options: dict[str, Any], *, fmt: str | None = None) -> None:
-        """Raise :class:`~apibank.errors.UsageError` (one line: what is wrong, what to do) when ``options``
+        """Raise ``apibank.errors.UsageError`` (one line: what is wrong, what to do) when ``options``
         cannot work for ``model`` (prompts in format ``fmt``, when known), or
-        :class:`~apibank.errors.MissingExtra` when the backend's extra is not installed; cheap, and
+        ``apibank.errors.MissingExtra`` when the backend's extra is not installed; cheap, and
         before anything heavy loads."""
 
     @abstractmethod

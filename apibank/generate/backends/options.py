@@ -1,6 +1,6 @@
 """What a backend can be told, declared once by the backend itself.
 
-Each backend class lists its constructor's options as :class:`Option` objects (``options``); the
+Each backend class lists its constructor's options as ``Option`` objects (``options``); the
 command line builds one flag per option from those lists (an option that several backends share, such
 as ``dtype``, is one flag) and checks the values before any model loads. A new backend's options need
 no change anywhere else: its module and its registry line are the whole of it.
@@ -116,7 +116,7 @@ def declared_options(backend_classes: Iterable[tuple[str, type]]) -> dict[str, t
 
 def given_values(flags: Mapping[str, tuple[Option, list[str]]], values: Mapping[str, Any]) -> dict[str, Any]:
     """The flags given (``values`` maps each option's ``dest`` to its value, None when not given), each
-    checked; raises :class:`UsageError` for the first bad one."""
+    checked; raises ``UsageError`` for the first bad one."""
     given = {}
     for flag, (option, _) in flags.items():
         value = values.get(option.dest)
