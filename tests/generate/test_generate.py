@@ -398,30 +398,38 @@ def test_openai_backend_retries_busy_server_and_gives_up(backend, rows):
 class _FakeVLLMEngine:
     """vLLM's ``LLMEngine`` surface that ``LLM.generate`` itself steps (and vLLM's engine example shows):
     ``add_request(request_id, prompt, params)``, ``step()`` returning ``RequestOutput``s (``request_id``,
-    ``finished``, ``outputs``), ``has_unfinished_requests()`` and ``abort_request(ids)``. One request
-    finishes per step, the last added first. ``answer(prompt, params)`` gives ``(text, token ids, finish_reason)``."""
+    ``finished``, cumulative ``outputs``), ``has_unfinished_requests()`` and ``abort_request(ids)``. Each
+    step streams one more token of the last request added that is still running.
+    ``answer(prompt, params)`` gives ``(token ids, finish_reason)`` of the whole answer."""
 
-    def __init__(self, answer):
+    def __init__(self, answer, tokenizer):
         from types import SimpleNamespace
 
-        self.answer, self.added, self.aborted, self.queue = answer, [], [], []
+        self.answer, self.tokenizer, self.added, self.aborted, self.queue = answer, tokenizer, [], [], []
         self.namespace = SimpleNamespace
 
     def add_request(self, request_id, prompt, params):
         self.added.append((request_id, prompt, params))
-        self.queue.append((request_id, prompt, params))
+        ids, reason = self.answer(prompt, params)
+        self.queue.append([request_id, ids, reason, 0])
 
     def has_unfinished_requests(self):
         return bool(self.queue)
 
     def step(self):
-        request_id, prompt, params = self.queue.pop()
-        text, ids, reason = self.answer(prompt, params)
-        output = self.namespace(text=text, token_ids=ids, finish_reason=reason)
-        return [self.namespace(request_id=request_id, finished=True, outputs=[output])]
+        entry = self.queue[-1]
+        request_id, ids, reason, done = entry
+        entry[3] = done = done + 1
+        finished = done >= len(ids)
+        if finished:
+            self.queue.pop()
+        output = self.namespace(text=self.tokenizer.decode(ids[:done]), token_ids=ids[:done],
+                                finish_reason=reason if finished else None)
+        return [self.namespace(request_id=request_id, finished=finished, outputs=[output])]
 
     def abort_request(self, request_ids):
         self.aborted += list(request_ids)
+        self.queue = [entry for entry in self.queue if entry[0] not in request_ids]
 
 
 def _fake_vllm(monkeypatch, backend, answer):
@@ -440,7 +448,7 @@ def _fake_vllm(monkeypatch, backend, answer):
     class LLM:
         def __init__(self, **kwargs):
             seen["engine"] = kwargs
-            self.llm_engine = seen["llm_engine"] = _FakeVLLMEngine(answer)
+            self.llm_engine = seen["llm_engine"] = _FakeVLLMEngine(answer, backend.tokenizer)
 
         def get_tokenizer(self):
             return backend.tokenizer
@@ -459,12 +467,15 @@ def _fake_vllm(monkeypatch, backend, answer):
     monkeypatch.setitem(sys.modules, "vllm", fake)
     monkeypatch.setitem(sys.modules, "vllm.engine", types.ModuleType("vllm.engine"))
     monkeypatch.setitem(sys.modules, "vllm.engine.arg_utils", arg_utils)
+    platforms = types.ModuleType("vllm.platforms")
+    platforms.current_platform = types.SimpleNamespace(is_cpu=lambda: False)  # the GPU build
+    monkeypatch.setitem(sys.modules, "vllm.platforms", platforms)
     return seen
 
 
 def test_vllm_backend_against_the_documented_api(backend, rows, monkeypatch):
     ids = backend.tokenizer("API-Request: [GetToday()]<|im_end|>", add_special_tokens=False)["input_ids"]
-    seen = _fake_vllm(monkeypatch, backend, lambda prompt, params: (backend.tokenizer.decode(ids), ids, "stop"))
+    seen = _fake_vllm(monkeypatch, backend, lambda prompt, params: (ids, "stop"))
     with pytest.raises(UsageError, match=r"--engine-arg tensor_paralel_size: not an engine argument of the "
                                          r"installed vLLM; did you mean tensor_parallel_size\?"):
         make_backend("org/model", "vllm", engine_args={"tensor_paralel_size": 4})
@@ -485,36 +496,53 @@ def test_vllm_backend_against_the_documented_api(backend, rows, monkeypatch):
     assert vllm_backend.info()["engine_args"] == {"enable_prefix_caching": True, "seed": 0, "tensor_parallel_size": 4}
 
 
-def test_vllm_rows_are_reported_as_they_finish_and_ctrl_c_aborts_the_rest(backend, rows, monkeypatch):
-    """Each row is reported the step it finishes (here the last added first); a row that vLLM stopped inside
-    its leading whitespace runs again without stop strings; Ctrl-C aborts the requests still running."""
-    ids = backend.tokenizer("AI: fine", add_special_tokens=False)["input_ids"]
-
-    def answer(prompt, params):
-        if params.kwargs["stop"]:
-            return "\n", [], "stop"  # stopped at "\nAI:" before the answer began
-        return backend.tokenizer.decode(ids), ids, "length"
-
-    seen = _fake_vllm(monkeypatch, backend, answer)
+def test_vllm_rows_are_cut_by_the_package_stop_rule_and_ctrl_c_aborts_the_rest(backend, rows, monkeypatch):
+    """vLLM gets no stop strings: the package's stop rule reads each row's streamed tokens and aborts the
+    row's request when it fires (a leading newline does not stop it, as for every backend); each row is
+    reported the step it finishes; Ctrl-C aborts the requests still running."""
+    ids = backend.tokenizer("\nAI: fine\nUser: and more words to come", add_special_tokens=False)["input_ids"]
+    seen = _fake_vllm(monkeypatch, backend, lambda prompt, params: (ids, "length"))
     vllm_backend = make_backend("org/model", "vllm")
     conversations = [build_conversation(r, "paper") for r in rows[:3]]
     prompts = [vllm_backend.render(c) for c in conversations]
-    settings = DecodingSettings(max_new_tokens=8, stop=PAPER_STOPS)
+    settings = DecodingSettings(max_new_tokens=32, stop=PAPER_STOPS)
     reported = []
     completions = vllm_backend.generate(conversations, prompts, settings,
-                                        on_completion=lambda i, c: reported.append((i, c.text)))
-    assert reported == [(2, "AI: fine"), (1, "AI: fine"), (0, "AI: fine")]
-    assert [c.text for c in completions] == ["AI: fine"] * 3
+                                        on_completion=lambda i, c: reported.append(i))
     engine = seen["llm_engine"]
-    assert [request_id.rsplit("-", 1)[1] for request_id, _, _ in engine.added] == ["stop"] * 3 + ["free"] * 3
+    assert all("stop" not in params.kwargs for _, _, params in engine.added)
+    assert reported == [2, 1, 0] and sorted(engine.aborted) == sorted(r for r, _, _ in engine.added)
+    for completion in completions:
+        assert completion.text.startswith("\nAI: fine\n") and "more" not in completion.text  # stopped early
+        assert completion.extra["finish_reason"] == "stop" and completion.generated_tokens < len(ids)
+    records = generate_predictions(rows[:3], vllm_backend, fmt="paper", settings=settings, batch_size=8,
+                                   progress=False)
+    assert {r["prediction"] for r in records} == {"AI: fine"}
 
     def interrupt(index, completion):
         raise KeyboardInterrupt
 
+    engine.aborted.clear()
     with pytest.raises(KeyboardInterrupt):
         vllm_backend.generate(conversations, prompts, settings, on_completion=interrupt)
-    # row 2 ran again and finished (its report was interrupted); rows 0 and 1 were still running
-    assert sorted(request_id.split("-", 2)[2] for request_id in engine.aborted) == ["0-stop", "1-stop"]
+    # row 2 finished (its report was interrupted); rows 0 and 1 were still running and are aborted
+    assert [request_id.rsplit("-", 1)[1] for request_id in engine.aborted[-2:]] == ["0", "1"]
+
+
+def test_vllm_cpu_defaults_let_it_start_beside_other_work(tmp_path, monkeypatch):
+    from apibank.generate.backends import vllm
+
+    (tmp_path / "config.json").write_text(json.dumps({"text_config": {"max_position_embeddings": 32768}}))
+    monkeypatch.setattr(vllm, "available_memory", lambda: 10 * vllm.GIB)
+    assert vllm.cpu_engine_defaults({}, str(tmp_path)) == {
+        "kv_cache_memory_bytes": int(2.5 * vllm.GIB), "max_model_len": 4096, "enforce_eager": True}
+    monkeypatch.setattr(vllm, "available_memory", lambda: 64 * vllm.GIB)
+    given = {"max_model_len": 2048, "enforce_eager": False}
+    assert vllm.cpu_engine_defaults(given, str(tmp_path)) == {"kv_cache_memory_bytes": 4 * vllm.GIB}
+    assert vllm.cpu_engine_defaults({"gpu_memory_utilization": 0.5}, str(tmp_path / "elsewhere")) == {
+        "max_model_len": 4096, "enforce_eager": True}
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "2")
+    assert "kv_cache_memory_bytes" not in vllm.cpu_engine_defaults({}, str(tmp_path))
 
 
 def test_openai_wire_form(rows):

