@@ -43,8 +43,9 @@ from apibank.judge.categories import (
     OUTPUT_MISMATCH, PAPER_CATEGORIES, PAPER_LEVEL_3_CATEGORIES, PREDICTION_TOO_LONG, TIMEOUT, UNCATEGORISED,
     CategoryMap,
 )
-from apibank.judge.parsing import ParseError, parse_paper, parse_typed
+from apibank.judge.parsing import parse_paper
 from apibank.judge.retriever import CachedRetriever, shared_retriever
+from apibank.notation import ParseError, parse_call
 
 
 T = TypeVar("T")
@@ -201,7 +202,7 @@ class Judge:
 
     def _corrected(self, prediction: str, reference: dict[str, Any]) -> Verdict:
         try:
-            parsed = parse_typed(prediction)
+            parsed = parse_call(prediction)
         except ParseError as error:
             return Verdict(False, FAILED_PARSE_API_CALL, error=_message(error))
         if parsed is None:

@@ -32,7 +32,7 @@ from support.local_endpoint import LocalEndpoint
 from support.tiny import build_tiny_model
 from apibank.generate.toolcalls import call_text, calls_from_message, calls_in_text
 from apibank.judge.parsing.paper import parse_paper
-from apibank.judge.parsing.typed import parse_typed
+from apibank.notation import parse_call
 from apibank.pipeline import load_rows
 
 SETTINGS = DecodingSettings(max_new_tokens=6)
@@ -172,7 +172,7 @@ def test_call_text_reads_back_with_both_parsers(arguments):
     # The paper parser ends a quoted value at any quote character, so such values cannot survive it.
     readable = {k: str(v) for k, v in arguments.items() if not (isinstance(v, str) and ('"' in v or "'" in v))}
     assert {k: v for k, v in paper.arguments.items() if k in readable} == readable
-    typed = parse_typed(text)
+    typed = parse_call(text)
     assert typed.name == "Foo"
     for key, value in arguments.items():
         assert typed.arguments[key] == (value if isinstance(value, (str, list)) else str(value))
