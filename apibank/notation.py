@@ -28,10 +28,11 @@ from typing import Any, Iterator, Mapping
 
 REQUEST_PREFIX = "API-Request: "
 RESULT_ARROW = "->"
-# The longest call read in model output. Gold calls are far shorter (under 1,000 characters); a call
-# this long is an attack on the reader or a model writing on, and the judge refuses it. Native tool
-# calls are read to the same bound, so that a call the model made natively is never cut before the
-# judge would have read it.
+# The longest call read in model output (the judge's bound, which generate/toolcalls.py reads native
+# calls to as well, so that no call the judge could score is lost before it). Gold calls are far
+# shorter: at most 270 characters in the test rows, 367 in the training files. The bound only keeps
+# hostile outputs cheap; 20,000 leaves a model room to write long values (an email body) and still
+# be judged.
 MAX_CALL_CHARS = 20_000
 MAX_LITERAL_DEPTH = 50  # nesting of a literal value in model output (ast recurses once per level)
 # Longest result text handed to the literal reader; longer ones stay text (nested literals this size

@@ -12,7 +12,7 @@ from apibank.generate.backends.openai import InterruptedBatch
 from apibank.generate.conversation import Conversation, build_conversation
 from apibank.generate.predictions import PredictionWriter, check_resumable, repair
 from apibank.generate.stops import answer_text, stops_for
-from apibank.generate.toolcalls import call_text
+from apibank.notation import call_text
 
 # Room above the longest gold answer: a turn label (``AI:``), whitespace, and the stop string itself,
 # which must be generated before it can be seen.

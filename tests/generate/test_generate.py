@@ -30,9 +30,9 @@ from apibank.generate.runner import finish
 from apibank.generate.stops import PAPER_STOPS, cut_at_stop, default_stops
 from support.local_endpoint import LocalEndpoint
 from support.tiny import build_tiny_model
-from apibank.generate.toolcalls import call_text, calls_from_message, calls_in_text
+from apibank.generate.toolcalls import calls_from_message, calls_in_text
 from apibank.judge.parsing.paper import parse_paper
-from apibank.notation import parse_call
+from apibank.notation import call_text, parse_call
 from apibank.pipeline import load_rows
 
 SETTINGS = DecodingSettings(max_new_tokens=6)
