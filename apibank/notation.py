@@ -28,6 +28,8 @@ from typing import Any, Iterator, Mapping
 
 REQUEST_PREFIX = "API-Request: "
 RESULT_ARROW = "->"
+# The notation as prompts describe it to a model.
+REQUEST_FORMAT = f"{REQUEST_PREFIX}[ApiName(key1='value1', key2='value2', ...)]"
 # The longest call read in model output (the judge's bound, which generate/toolcalls.py reads native
 # calls to as well, so that no call the judge could score is lost before it). Gold calls are far
 # shorter: at most 270 characters in the test rows, 367 in the training files. The bound only keeps
@@ -418,14 +420,18 @@ def parse_request(text: str) -> tuple[str, dict[str, Any], dict[str, str]]:
     return name, arguments, quoting
 
 
-def request_end(text: str) -> int:
-    """Where the request opening a dialogue line ends (before its ``->``), or -1."""
+def split_result_line(text: str) -> tuple[str, str] | None:
+    """(request, result text) of an executed call's dialogue line (without its newline), split at the
+    first ``)]->``; None if there is none."""
     end = text.find(")]" + RESULT_ARROW)
-    return end + 2 if end >= 0 else -1
+    if end < 0:
+        return None
+    return text[: end + 2], text[end + 2 + len(RESULT_ARROW):]
 
 
 __all__ = [
-    "MAX_CALL_CHARS", "MAX_LITERAL_DEPTH", "MAX_RESULT_CHARS", "REQUEST_PREFIX", "RESULT_ARROW", "ParseError",
+    "MAX_CALL_CHARS", "MAX_LITERAL_DEPTH", "MAX_RESULT_CHARS", "REQUEST_FORMAT", "REQUEST_PREFIX", "RESULT_ARROW", "ParseError",
     "ParsedCall", "call_candidates", "call_text", "display", "keyword_arguments", "literal", "parse_call",
-    "parse_request", "python_expression", "render_request", "render_result_line", "shown_value", "string_end",
+    "parse_request", "python_expression", "render_request", "render_result_line", "shown_value",
+    "split_result_line", "string_end",
 ]

@@ -24,7 +24,7 @@ from apibank.generate import (
 )
 from apibank.errors import UsageError
 from apibank.generate.backends import Completion, EndpointError
-from apibank.generate.conversation import FORMATS, history_call_text
+from apibank.generate.conversation import FORMATS
 from apibank.generate.predictions import ResumeMismatch, read_predictions
 from apibank.generate.runner import finish
 from apibank.generate.stops import PAPER_STOPS, cut_at_stop, default_stops
@@ -32,7 +32,7 @@ from support.local_endpoint import LocalEndpoint
 from support.tiny import build_tiny_model
 from apibank.generate.toolcalls import calls_from_message, calls_in_text
 from apibank.judge.parsing.paper import parse_paper
-from apibank.notation import call_text, parse_call
+from apibank.notation import call_text, parse_call, render_request
 from apibank.pipeline import load_rows
 
 SETTINGS = DecodingSettings(max_new_tokens=6)
@@ -115,7 +115,7 @@ def test_history_call_text_matches_gold_rendering(all_rows):
     for row in all_rows["level-1"]:
         if row["kind"] == "api":
             target = row["target"]
-            assert history_call_text(target["api_name"], json.loads(target["arguments"])) == row["expected_output"]
+            assert render_request(target["api_name"], json.loads(target["arguments"])) == row["expected_output"]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
