@@ -111,13 +111,17 @@ def describe(toolset: str, name: str, fallback: str | None = None) -> str:
         return fallback
 
 
-def instruction_tools(instruction: str) -> list[tuple[str, str]]:
-    """(name, description line) for each description line of an upstream instruction, in order."""
+def instruction_lines(instruction: str) -> list[str] | None:
+    """The description lines of an upstream instruction, in order (None without ``API descriptions:``)."""
     start = instruction.find(API_PROMPT_END)
     if start < 0:
-        return []
-    listed = instruction[start + len(API_PROMPT_END):]
-    return [(json.loads(line)["name"], line) for line in listed.split("\n") if line]
+        return None
+    return [line for line in instruction[start + len(API_PROMPT_END):].split("\n") if line]
+
+
+def instruction_tools(instruction: str) -> list[tuple[str, str]]:
+    """(name, description line) for each description line of an upstream instruction, in order."""
+    return [(json.loads(line)["name"], line) for line in instruction_lines(instruction) or []]
 
 
 def offered_tools(toolset: str, names: Iterable[str], lines: Mapping[str, str]) -> list[dict[str, str]]:

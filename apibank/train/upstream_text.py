@@ -25,7 +25,7 @@ from typing import Any, Iterator, Mapping
 from apibank.benchmark import level_spec
 # turn_record and json_text make a dialogue turn exactly as the test rows hold it (arguments and result as
 # JSON text); parsed training turns must be the same shape.
-from apibank.data.rendering import API_PROMPT_END, QUOTING, json_text, render_dialogue, turn_record
+from apibank.data.rendering import QUOTING, instruction_lines, json_text, render_dialogue, turn_record
 from apibank.notation import MAX_RESULT_CHARS, REQUEST_PREFIX, ParseError, parse_request, shown_value, split_result_line
 
 TRAILERS = {"Generate API Request:": "api", "Generate AI Response:": "response"}
@@ -98,10 +98,10 @@ def _description_name(line: str) -> str:
 
 
 def instruction_descriptions(instruction: str) -> list[str]:
-    start = instruction.find(API_PROMPT_END)
-    if start < 0:
+    lines = instruction_lines(instruction)
+    if lines is None:
         raise Unconvertible("instruction without API descriptions", instruction[-200:])
-    return [line for line in instruction[start + len(API_PROMPT_END):].split("\n") if line]
+    return lines
 
 
 def split_trailer(text: str) -> tuple[str, str, str]:
