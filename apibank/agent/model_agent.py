@@ -23,6 +23,7 @@ import json
 from typing import Any, Sequence
 
 from apibank.agent.agents import Step, ToolCall
+from apibank.benchmark import LEVEL_SPECS
 from apibank.data.episodes import Episode
 from apibank.generate.backends import Backend, Completion, DecodingSettings
 from apibank.generate.conversation import Conversation, call_with_object_arguments, chat_conversation
@@ -226,7 +227,7 @@ class ModelAgent:
     def start(self, episode: Episode, setting: str, trial: int) -> None:
         self.ids = CallIds()
         self.key = f"{episode.id}#{setting}#{trial}"
-        self.level = int(str(episode.level).rsplit("-", 1)[-1])
+        self.level = LEVEL_SPECS[episode.level].number
 
     def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Step:
         result = self.driver.act_many([(self, messages, tools)])[0]
