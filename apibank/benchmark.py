@@ -1,8 +1,8 @@
 """The facts of the API-Bank benchmark, declared once for every room of the package.
 
-Levels (what sets each apart: :class:`LevelSpec`), judging protocols, prompt formats, agentic
-settings, the full sample counts, the judging limits' defaults, the citation and the environment
-variables the package reads. The report, the Hub writers, the CLI, the inspect-ai tasks and the faces import them from
+Levels (what sets each apart: :class:`LevelSpec`), judging protocols, prompt formats (for evaluate,
+the agent and fine-tuning), agentic settings, the full sample counts, the judging limits' and
+generation budgets' defaults, the citation and the environment variables the package reads. The report, the Hub writers, the CLI, the inspect-ai tasks and the faces import them from
 here instead of keeping copies. This module imports nothing heavier than the tool environment's
 data module, so argument parsers can use it at start-up.
 """
@@ -89,6 +89,14 @@ TEMPLATE_MODES = ("auto", "on", "off")
 # Agentic settings: the tools are found with ToolSearcher, or all of the level's tools are offered.
 SETTINGS = ("searcher", "all-tools")
 DEFAULT_SETTING = "searcher"
+# How an agent shows the tools to a model: the chat template's (or endpoint's) native tool calling, a
+# plain transcript with JSON calls in text, or native where the template takes tools.
+AGENT_TOOL_FORMATS = ("auto", "native", "text")
+DEFAULT_AGENT_TOOL_FORMAT = "auto"
+# What ``apibank finetune`` trains on: the conversation with tools through the chat template (judged
+# with the ``tools`` prompt format), or the paper's prompt and answer text (judged with ``paper``).
+TRAINING_FORMATS = ("chat", "paper")
+DEFAULT_TRAINING_FORMAT = "paper"
 
 # The two kinds of test row: an API call to predict, or a response to the user to write.
 SAMPLE_KINDS = ("api", "response")
@@ -106,6 +114,16 @@ EPISODE_COUNTS = {"level-1": 213, "level-2": 50, "level-3": 50}
 # Judging limits per sample: seconds before the judging worker is killed, megabytes above the caller's.
 JUDGE_TIMEOUT_S = 2.0
 JUDGE_MEMORY_MB = 768
+
+# Generation budgets. A row's answer may take the longest gold answer of its level and kind, in the
+# model's tokens, plus this margin (a turn label, whitespace, and the stop string itself, which must be
+# generated before it can be seen): apibank.generate.runner.sized_settings, for evaluate and
+# apibank_generate alike.
+BUDGET_MARGIN = 16
+# The cap where no budget can be sized from gold answers: each step of an agentic episode (a step has
+# no gold answer of its own), the inspect-ai task (inspect's model, whose tokenizer the package does not
+# see), and a generation given no rows.
+UNSIZED_MAX_NEW_TOKENS = 256
 
 # Environment variables the package reads (the tool environment's retrieval settings,
 # APIBANK_RETRIEVER and APIBANK_VOCAB, live with the retriever in ``apibank_tools.retrieval``).
@@ -140,9 +158,11 @@ def normalise_levels(levels: Iterable[str | int] | None) -> list[str]:
 
 
 __all__ = [
-    "BENCHMARK_NAME", "CACHE_ENV", "CITATION", "DATA_DIR_ENV", "DEFAULT_FORMAT", "DEFAULT_PROTOCOL",
-    "DEFAULT_SETTING", "EPISODE_COUNTS", "FORMATS", "MODEL_FORMAT", "FULL_COUNTS", "GGUF_CACHE_ENV", "HOMEPAGE",
-    "JUDGE_MEMORY_MB", "JUDGE_TIMEOUT_S", "LEVELS", "LEVEL_NUMBERS", "LEVEL_SPECS", "LevelSpec", "level_spec",
-    "normalise_levels", "PROTOCOL_DESCRIPTIONS", "PROTOCOLS", "SAMPLE_KINDS", "SEARCHER", "SETTINGS",
-    "TEMPLATE_MODES", "TOOLSETS", "UPSTREAM_URL_ENV",
+    "AGENT_TOOL_FORMATS", "BENCHMARK_NAME", "BUDGET_MARGIN", "CACHE_ENV", "CITATION", "DATA_DIR_ENV",
+    "DEFAULT_AGENT_TOOL_FORMAT", "DEFAULT_FORMAT", "DEFAULT_PROTOCOL", "DEFAULT_SETTING",
+    "DEFAULT_TRAINING_FORMAT", "EPISODE_COUNTS", "FORMATS", "FULL_COUNTS", "GGUF_CACHE_ENV", "HOMEPAGE",
+    "JUDGE_MEMORY_MB", "JUDGE_TIMEOUT_S", "LEVEL_NUMBERS", "level_spec", "LEVEL_SPECS", "LEVELS", "LevelSpec",
+    "MODEL_FORMAT", "normalise_levels", "PROTOCOL_DESCRIPTIONS", "PROTOCOLS", "SAMPLE_KINDS", "SEARCHER",
+    "SETTINGS", "TEMPLATE_MODES", "TOOLSETS", "TRAINING_FORMATS", "UNSIZED_MAX_NEW_TOKENS",
+    "UPSTREAM_URL_ENV",
 ]
