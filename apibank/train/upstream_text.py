@@ -40,13 +40,9 @@ _INPUT_SECTION = re.compile(r"'input_parameters': (.*?)(?:, 'output_parameters'|
 _PARAMETER_KEY = re.compile(r"'(\w+)': \{'type")
 
 
-class Unconvertible(ValueError):
-    """A sample that cannot be converted: ``cause`` is one of a few short labels."""
-
-    def __init__(self, cause: str, detail: str) -> None:
-        super().__init__(f"{cause}: {detail}")
-        self.cause = cause
-        self.detail = detail
+class Unconvertible(ParseError):
+    """A sample that cannot be converted: ``cause`` is one of a few short labels (for counting),
+    ``detail`` where (for the listing)."""
 
 
 # ---------------------------------------------------------------------------------- pieces
