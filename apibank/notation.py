@@ -104,22 +104,23 @@ def call_text(name: str, arguments: Mapping[str, Any]) -> str:
 
 
 # ---------------------------------------------------------------------------- quoted strings
-_STRING_ENDS = {
-    (quote, line_ends): re.compile(r"\\." + "|" + re.escape(quote) + (r"|\n" if line_ends else ""), re.DOTALL)
-    for quote in "'\"" for line_ends in (False, True)
-}
+def _string_body(quote: str, line_ends: bool) -> re.Pattern[str]:
+    # everything up to the closing character, a backslash taking the character after it along
+    plain = "[^" + re.escape(quote) + r"\\" + (r"\n" if line_ends else "") + "]*"
+    return re.compile(plain + r"(?:\\." + plain + ")*", re.DOTALL)
+
+
+_STRING_BODIES = {(quote, line_ends): _string_body(quote, line_ends) for quote in "'\"" for line_ends in (False, True)}
 
 
 def string_end(text: str, opening: int, limit: int | None = None, *, line_ends: bool = False) -> int | None:
     """The index of the character closing the quoted string opened at ``text[opening]``: its quote
     (or, with ``line_ends``, a newline), a backslash escaping the character after it; None when
     nothing closes it before ``limit``. The one scanner of quoted text for every bracket matcher."""
-    closers = _STRING_ENDS[(text[opening], line_ends)]
     end = len(text) if limit is None else min(limit, len(text))
-    for match in closers.finditer(text, opening + 1, end):
-        if match.end() - match.start() == 1:
-            return match.start()
-    return None
+    closing = _STRING_BODIES[(text[opening], line_ends)].match(text, opening + 1, end).end()
+    # the body stops at its closing character, at the end, or at a backslash with nothing left to escape
+    return closing if closing < end and text[closing] != "\\" else None
 
 
 # ---------------------------------------------------------------------------- Python literals
@@ -209,18 +210,18 @@ def _matching_parenthesis(text: str, start: int) -> int | None:
     unclosed one); None if unbalanced within :data:`MAX_CALL_CHARS`."""
     depth = 0
     limit = min(len(text), start + MAX_CALL_CHARS)
-    position = start
-    while True:
-        match = _SIGNIFICANT.search(text, position, limit)
-        if match is None:
-            return None
+    inside_until = -1  # the last character of the quoted string being passed over
+    for match in _SIGNIFICANT.finditer(text, start, limit):
+        if inside_until >= 0:
+            if match.start() <= inside_until:
+                continue
+            inside_until = -1
         char = match.group(0)
-        position = match.end()
         if char in "'\"":
             closing = string_end(text, match.start(), limit, line_ends=True)
             if closing is None:
                 return None
-            position = closing + 1
+            inside_until = closing
         elif char in "([{":
             depth += 1
         elif char in ")]}":
@@ -229,6 +230,7 @@ def _matching_parenthesis(text: str, start: int) -> int | None:
                 return match.start() if char == ")" else None
             if depth < 0:
                 return None
+    return None
 
 
 def _python_call(call_text: str) -> ParsedCall:

@@ -50,7 +50,7 @@ _CALL_HEAD = re.compile(rf'\{{\s*"name"\s*:\s*"({_NAME})"\s*,\s*"(?:arguments|pa
 _PY_CALL = re.compile(rf"\b({_NAME})\s*\(")
 _FENCE = re.compile(r"```(?:python|py|tool_code|json)?\s*\n(.*?)```", re.DOTALL)
 _ESCAPED = re.compile(r"&(?:#\d{1,6}|#x[0-9a-fA-F]{1,6}|quot|apos|amp|lt|gt);")
-_BRACKET_OR_QUOTE = re.compile(r'[\[\]{}()"]')
+_BRACKETS_AND_QUOTE = frozenset('[]{}()"')
 _CLOSERS = {"[": "]", "{": "}", "(": ")"}
 
 
@@ -87,14 +87,15 @@ def calls_from_message(tool_calls: Any) -> list[ToolCall]:
 def _too_deep(text: str, limit: int = MAX_DEPTH) -> bool:
     """Whether brackets nest deeper than ``limit`` (outside JSON strings), in one linear pass."""
     depth = 0
-    position = 0
-    while (match := _BRACKET_OR_QUOTE.search(text, position)) is not None:
-        char, position = match.group(), match.end()
+    inside_until = -1  # the last character of the string being passed over
+    for index, char in enumerate(text):
+        if index <= inside_until or char not in _BRACKETS_AND_QUOTE:
+            continue
         if char == '"':
-            closing = string_end(text, match.start())
+            closing = string_end(text, index)
             if closing is None:  # the rest is one unclosed string
                 return False
-            position = closing + 1
+            inside_until = closing
         elif char in "[{(":
             depth += 1
             if depth > limit:
@@ -126,10 +127,11 @@ def _balanced_spans(text: str, openers: str = "[{", max_passes: int = MAX_PASSES
         passes += 1
         stack: list[str] = []
         region_start = -1
-        position = start_at
-        while (match := _BRACKET_OR_QUOTE.search(text, position)) is not None:
-            char, index = match.group(), match.start()
-            position = index + 1
+        inside_until = -1  # the last character of the string being passed over
+        # one character at a time: a hostile text is dense with brackets, where this beats a regex
+        for index, char in enumerate(text[start_at:], start_at):
+            if index <= inside_until or char not in _BRACKETS_AND_QUOTE:
+                continue
             if not stack:
                 if char in openers:
                     region_start = index
@@ -138,7 +140,7 @@ def _balanced_spans(text: str, openers: str = "[{", max_passes: int = MAX_PASSES
                 closing = string_end(text, index)
                 if closing is None:  # a string that never closes: neither does the region
                     break
-                position = closing + 1
+                inside_until = closing
             elif char in _CLOSERS:
                 stack.append(_CLOSERS[char])
             else:
