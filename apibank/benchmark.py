@@ -1,14 +1,15 @@
 """The facts of the API-Bank benchmark, declared once for every room of the package.
 
-Levels, judging protocols, prompt formats, agentic settings, the tool set of each level, the full
-sample counts, the judging limits' defaults, the citation and the environment variables the package
-reads. The report, the Hub writers, the CLI, the inspect-ai tasks and the faces import them from
+Levels (what sets each apart: :class:`LevelSpec`), judging protocols, prompt formats (for evaluate,
+the agent and fine-tuning), agentic settings, the full sample counts, the judging limits' and
+generation budgets' defaults, the citation and the environment variables the package reads. The report, the Hub writers, the CLI, the inspect-ai tasks and the faces import them from
 here instead of keeping copies. This module imports nothing heavier than the tool environment's
 data module, so argument parsers can use it at start-up.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterable
 
 from apibank_tools.data import DATA_DIR_ENV
@@ -16,13 +17,59 @@ from apibank_tools.data import DATA_DIR_ENV
 BENCHMARK_NAME = "API-Bank"
 HOMEPAGE = "https://github.com/AlibabaResearch/DAMO-ConvAI/tree/main/api-bank"
 
-# The test configs, in the paper's column order; a level may also be given by its number.
-LEVELS = ("level-1", "level-2", "level-3")
-LEVEL_NUMBERS = (1, 2, 3)
+
+@dataclass(frozen=True)
+class LevelSpec:
+    """What sets one level apart. Every room reads these properties instead of testing a level's number."""
+
+    name: str  # the test config and results key
+    number: int  # as rows and references hold it
+    toolset: str  # the ``apibank_tools`` registry set its calls run against
+    # The model finds its tools with ToolSearcher: API rows, and episodes in the ``searcher`` setting,
+    # offer ToolSearcher alone (level 1 gives the dialogue's own tools).
+    searches_tools: bool
+    # Its dialogues are one upstream file of requirements, each a user's sentence and the calls planned
+    # for it (rows and episodes are built from that file, a dialogue is a sample id in it), not
+    # recorded multi-turn dialogues, one file each.
+    from_requirements: bool = False
+    # Prompts show an earlier call's whole result record, not only its ``output``.
+    full_results: bool = False
+    # The year its dialogues happen in, which the chat prompts state (level 3's requirements name no date).
+    year: int | None = 2023
+    # A dialogue counts as right when all its API rows are: reported beside API accuracy.
+    dialogue_accuracy: bool = False
+    # The original evaluator the paper protocol reproduces (its error categories are
+    # apibank.judge.categories'), and what it does unlike the other:
+    evaluator: str = "evaluator_by_json"
+    names_compared: bool = True  # a call naming another tool is wrong before the gold tool's check runs
+    searcher_keywords_split: bool = False  # ToolSearcher keywords are spaced before capitals first
+    response_labels_stripped: bool = False  # "User:" and "AI:" are removed from a response before ROUGE-L
+    rouge_rounded: bool = True  # a response's ROUGE-L is rounded to 4 places
+
+
+# The levels, in the paper's column order.
+LEVEL_SPECS = {
+    "level-1": LevelSpec("level-1", 1, "level-1-2", searches_tools=False),
+    "level-2": LevelSpec("level-2", 2, "level-1-2", searches_tools=True),
+    "level-3": LevelSpec("level-3", 3, "level-3", searches_tools=True, from_requirements=True, full_results=True,
+                         year=None, dialogue_accuracy=True, evaluator="lv3_evaluator", names_compared=False,
+                         searcher_keywords_split=True, response_labels_stripped=True, rouge_rounded=False),
+}
+# The test configs; a level may also be given by its number.
+LEVELS = tuple(LEVEL_SPECS)
+LEVEL_NUMBERS = tuple(spec.number for spec in LEVEL_SPECS.values())
 # The tool set (a registry name of ``apibank_tools``) each level's calls run against.
-TOOLSETS = {"level-1": "level-1-2", "level-2": "level-1-2", "level-3": "level-3"}
+TOOLSETS = {name: spec.toolset for name, spec in LEVEL_SPECS.items()}
 # The retrieval tool: offered alone for level-2 API rows, heading every level-3 prompt.
 SEARCHER = "ToolSearcher"
+
+
+def level_spec(level: int | str) -> LevelSpec:
+    """The spec of a level given as ``3``, ``"3"`` or ``"level-3"``; ValueError names an unknown one."""
+    name = f"level-{level}" if str(level).isdigit() else str(level)
+    if name not in LEVEL_SPECS:
+        raise ValueError(f"unknown level {level!r}; expected one of {LEVELS} (or {', '.join(map(str, LEVEL_NUMBERS))})")
+    return LEVEL_SPECS[name]
 
 # Judging protocols, in report order, with what each one does (results.json repeats these lines).
 PROTOCOL_DESCRIPTIONS = {
@@ -42,6 +89,14 @@ TEMPLATE_MODES = ("auto", "on", "off")
 # Agentic settings: the tools are found with ToolSearcher, or all of the level's tools are offered.
 SETTINGS = ("searcher", "all-tools")
 DEFAULT_SETTING = "searcher"
+# How an agent shows the tools to a model: the chat template's (or endpoint's) native tool calling, a
+# plain transcript with JSON calls in text, or native where the template takes tools.
+AGENT_TOOL_FORMATS = ("auto", "native", "text")
+DEFAULT_AGENT_TOOL_FORMAT = "auto"
+# What ``apibank finetune`` trains on: the conversation with tools through the chat template (judged
+# with the ``tools`` prompt format), or the paper's prompt and answer text (judged with ``paper``).
+TRAINING_FORMATS = ("chat", "paper")
+DEFAULT_TRAINING_FORMAT = "paper"
 
 # The two kinds of test row: an API call to predict, or a response to the user to write.
 SAMPLE_KINDS = ("api", "response")
@@ -59,6 +114,16 @@ EPISODE_COUNTS = {"level-1": 213, "level-2": 50, "level-3": 50}
 # Judging limits per sample: seconds before the judging worker is killed, megabytes above the caller's.
 JUDGE_TIMEOUT_S = 2.0
 JUDGE_MEMORY_MB = 768
+
+# Generation budgets. A row's answer may take the longest gold answer of its level and kind, in the
+# model's tokens, plus this margin (a turn label, whitespace, and the stop string itself, which must be
+# generated before it can be seen): apibank.generate.runner.sized_settings, for evaluate and
+# apibank_generate alike.
+BUDGET_MARGIN = 16
+# The cap where no budget can be sized from gold answers: each step of an agentic episode (a step has
+# no gold answer of its own), the inspect-ai task (inspect's model, whose tokenizer the package does not
+# see), and a generation given no rows.
+UNSIZED_MAX_NEW_TOKENS = 256
 
 # Environment variables the package reads (the tool environment's retrieval settings,
 # APIBANK_RETRIEVER and APIBANK_VOCAB, live with the retriever in ``apibank_tools.retrieval``).
@@ -86,17 +151,18 @@ def normalise_levels(levels: Iterable[str | int] | None) -> list[str]:
         return list(LEVELS)
     names: list[str] = []
     for level in levels:
-        name = f"level-{level}" if str(level).isdigit() else str(level)
-        if name not in LEVELS:
-            raise ValueError(f"unknown level {level!r}; expected one of {LEVELS} (or 1, 2, 3)")
+        name = level_spec(level).name
         if name not in names:
             names.append(name)
     return names
 
 
 __all__ = [
-    "BENCHMARK_NAME", "CACHE_ENV", "CITATION", "DATA_DIR_ENV", "DEFAULT_FORMAT", "DEFAULT_PROTOCOL",
-    "DEFAULT_SETTING", "EPISODE_COUNTS", "FORMATS", "MODEL_FORMAT", "FULL_COUNTS", "GGUF_CACHE_ENV", "HOMEPAGE",
-    "JUDGE_MEMORY_MB", "JUDGE_TIMEOUT_S", "LEVELS", "LEVEL_NUMBERS", "normalise_levels", "PROTOCOL_DESCRIPTIONS", "PROTOCOLS", "SAMPLE_KINDS", "SEARCHER", "SETTINGS",
-    "TEMPLATE_MODES", "TOOLSETS", "UPSTREAM_URL_ENV",
+    "AGENT_TOOL_FORMATS", "BENCHMARK_NAME", "BUDGET_MARGIN", "CACHE_ENV", "CITATION", "DATA_DIR_ENV",
+    "DEFAULT_AGENT_TOOL_FORMAT", "DEFAULT_FORMAT", "DEFAULT_PROTOCOL", "DEFAULT_SETTING",
+    "DEFAULT_TRAINING_FORMAT", "EPISODE_COUNTS", "FORMATS", "FULL_COUNTS", "GGUF_CACHE_ENV", "HOMEPAGE",
+    "JUDGE_MEMORY_MB", "JUDGE_TIMEOUT_S", "LEVEL_NUMBERS", "level_spec", "LEVEL_SPECS", "LEVELS", "LevelSpec",
+    "MODEL_FORMAT", "normalise_levels", "PROTOCOL_DESCRIPTIONS", "PROTOCOLS", "SAMPLE_KINDS", "SEARCHER",
+    "SETTINGS", "TEMPLATE_MODES", "TOOLSETS", "TRAINING_FORMATS", "UNSIZED_MAX_NEW_TOKENS",
+    "UPSTREAM_URL_ENV",
 ]

@@ -31,7 +31,7 @@ from apibank_tools import Session
 from apibank.agent.agents import OracleAgent
 from apibank.agent.model_agent import ModelAgent, ModelDriver
 from apibank.agent.runner import GoldCache, Limits, default_gold_cache, run_episode, run_level
-from apibank.benchmark import LEVELS, SETTINGS
+from apibank.benchmark import AGENT_TOOL_FORMATS, DEFAULT_AGENT_TOOL_FORMAT, LEVELS, SETTINGS
 from apibank.data.episodes import load_episodes
 from apibank.generate.backends import make_backend
 
@@ -84,7 +84,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=None, help="episodes stepped together (default: --episodes)")
     parser.add_argument("--max-steps", type=int, default=2, help="model steps per episode")
     parser.add_argument("--max-new-tokens", type=int, default=16)
-    parser.add_argument("--tool-format", default="auto", choices=["auto", "native", "text"])
+    parser.add_argument("--tool-format", default=DEFAULT_AGENT_TOOL_FORMAT, choices=AGENT_TOOL_FORMATS)
     parser.add_argument("--no-reuse", action="store_true", help="also time one at a time without prefix reuse")
     parser.add_argument("--judge-overhead", action="store_true", help="first print the judge's cost per level")
     parser.add_argument("--device", default="cpu", help="cpu or cuda: where the model steps run")

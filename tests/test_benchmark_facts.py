@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import re
 from collections import Counter
 from pathlib import Path
@@ -12,8 +13,8 @@ from apibank_tools.registry import toolset
 
 from apibank import benchmark
 from apibank.benchmark import (
-    CITATION, EPISODE_COUNTS, FORMATS, FULL_COUNTS, LEVEL_NUMBERS, LEVELS, PROTOCOLS, SEARCHER, SETTINGS,
-    TEMPLATE_MODES, TOOLSETS,
+    AGENT_TOOL_FORMATS, CITATION, EPISODE_COUNTS, FORMATS, FULL_COUNTS, LEVEL_NUMBERS, LEVEL_SPECS, LEVELS, PROTOCOLS,
+    SEARCHER, SETTINGS, TEMPLATE_MODES, TOOLSETS, TRAINING_FORMATS, level_spec,
 )
 from apibank.data import dialogues
 from apibank.data.episodes import load_episodes
@@ -31,7 +32,8 @@ FACTS_FILE = REPO / "apibank" / "benchmark.py"
 # Literal collections that only the facts module may spell out.
 DECLARED = {
     LEVELS: "LEVELS", PROTOCOLS: "PROTOCOLS", FORMATS: "FORMATS", SETTINGS: "SETTINGS",
-    TEMPLATE_MODES: "TEMPLATE_MODES", LEVEL_NUMBERS: "LEVEL_NUMBERS",
+    TEMPLATE_MODES: "TEMPLATE_MODES", LEVEL_NUMBERS: "LEVEL_NUMBERS", AGENT_TOOL_FORMATS: "AGENT_TOOL_FORMATS",
+    TRAINING_FORMATS: "TRAINING_FORMATS",
 }
 
 
@@ -84,6 +86,28 @@ def test_every_level_runs_on_a_registered_tool_set_that_holds_the_searcher(data_
         assert f'"toolset": "{TOOLSETS[level]}"' in row["reference"]
 
 
+def test_each_level_spec_describes_its_real_rows(data_dir):
+    """What a LevelSpec says of a level is what its rows show (the rooms act on the spec, not the number)."""
+    from apibank.generate.conversation import build_conversation
+    from apibank.notation import display
+
+    for name, spec in LEVEL_SPECS.items():
+        rows = list(iter_rows(name, data_dir))
+        assert {row["level"] for row in rows} == {spec.number} and level_spec(spec.number) is spec
+        api_rows = [row for row in rows if row["kind"] == "api"]
+        offered = {tuple(tool["name"] for tool in row["tools"]) for row in api_rows}
+        assert (offered == {(SEARCHER,)}) == spec.searches_tools, name
+        # a requirements file: every row from one file, dialogues told apart by sample id
+        assert (len({row["file"] for row in rows}) == 1) == spec.from_requirements, name
+        called = [(row, turn) for row in api_rows for turn in row["history"] if turn["role"] == "API"]
+        for row, turn in called[:50]:
+            record = json.loads(turn["result"])
+            assert f"->{display(record if spec.full_results else record['output'])}\n" in row["input"], name
+        system = build_conversation(api_rows[0], "chat").messages[0]["content"]
+        assert (f"The current year is {spec.year}." in system) == (spec.year is not None), name
+        assert spec.dialogue_accuracy == spec.from_requirements  # one planned call sequence per requirement
+
+
 def test_the_faces_and_cards_cite_the_one_citation(tmp_path):
     import apibank_dataset
     import apibank_metric
@@ -97,7 +121,7 @@ def test_the_faces_and_cards_cite_the_one_citation(tmp_path):
 def test_the_facts_module_is_light():
     tree = ast.parse(FACTS_FILE.read_text("utf-8"))
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    assert imported <= {"__future__", "typing", "apibank_tools.data"}
+    assert imported <= {"__future__", "dataclasses", "typing", "apibank_tools.data"}
     assert set(benchmark.__all__) <= set(vars(benchmark))
 
 

@@ -24,7 +24,7 @@ from apibank_tools.base import CallRejected, CallTimeout
 from apibank_tools.environment import PristineData, Session
 from apibank_tools.registry import toolset
 
-from apibank.benchmark import SEARCHER, SETTINGS
+from apibank.benchmark import LEVEL_SPECS, SEARCHER, SETTINGS
 from apibank.data.episodes import Episode
 
 SESSION_SEED = 0
@@ -36,9 +36,9 @@ def offered_at_start(episode: Episode, setting: str) -> list[str]:
     tools = toolset(episode.toolset)
     if setting == "all-tools":
         return [name for name in tools.names() if name != SEARCHER]
-    if episode.level == "level-1":
-        return episode.tool_names()
-    return [SEARCHER]
+    if LEVEL_SPECS[episode.level].searches_tools:
+        return [SEARCHER]
+    return episode.tool_names()
 
 
 def searched_names(output: Any) -> list[str]:

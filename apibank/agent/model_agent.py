@@ -23,15 +23,14 @@ import json
 from typing import Any, Sequence
 
 from apibank.agent.agents import Step, ToolCall
+from apibank.benchmark import AGENT_TOOL_FORMATS, DEFAULT_AGENT_TOOL_FORMAT, LEVEL_SPECS, UNSIZED_MAX_NEW_TOKENS
 from apibank.data.episodes import Episode
 from apibank.generate.backends import Backend, Completion, DecodingSettings
 from apibank.generate.conversation import Conversation, call_with_object_arguments, chat_conversation
 from apibank.generate.runner import usage_of
-from apibank.generate.stops import cut_at_stop
+from apibank.generate.stops import TRANSCRIPT_STOPS, cut_at_stop, tools_probe, turn_end_markers
 from apibank.generate.templates import TemplateRefusal
 from apibank.generate.toolcalls import calls_in_text
-
-TOOL_FORMATS = ("auto", "native", "text")
 
 # ------------------------------------------------------------------------------ the text template
 TEXT_TOOLS_HEADER = (
@@ -39,10 +38,6 @@ TEXT_TOOLS_HEADER = (
     '{"name": "<tool name>", "arguments": {<parameter>: <value>, ...}}\n'
     "When you have what the user asked for, answer the user in plain words.\n"
 )
-TEXT_STOPS = ("\nUser:", "\nTool result:", "\nSystem:")
-# A base model behind a chat template writes on past its turn: its answer ends at the template's
-# turn markers (those the rendered prompt contains), as at EOS.
-TURN_END_MARKERS = ("<end_of_turn>", "<start_of_turn>", "<|im_end|>", "<|eot_id|>", "<|end|>")
 
 class AgentSetupError(ValueError):
     """A model agent that cannot run as asked (a format the model cannot take, a bad option)."""
@@ -94,28 +89,22 @@ def step_from_text(text: str, ids: CallIds) -> Step:
 class ModelDriver:
     """One backend serving every episode of a run; :meth:`act_many` steps many episodes in one call."""
 
-    def __init__(self, backend: Backend, *, tool_format: str = "auto", max_new_tokens: int = 256,
-                 label: str | None = None) -> None:
-        if tool_format not in TOOL_FORMATS:
-            raise AgentSetupError(f"--tool-format {tool_format!r}: expected one of {', '.join(TOOL_FORMATS)}")
+    def __init__(self, backend: Backend, *, tool_format: str = DEFAULT_AGENT_TOOL_FORMAT,
+                 max_new_tokens: int = UNSIZED_MAX_NEW_TOKENS, label: str | None = None) -> None:
+        if tool_format not in AGENT_TOOL_FORMATS:
+            raise AgentSetupError(f"--tool-format {tool_format!r}: expected one of {', '.join(AGENT_TOOL_FORMATS)}")
         self.backend = backend
         self.label = label or str(backend.info().get("model_id"))
         self.native = self._resolve_native(tool_format)
         self.end_tokens: list[str] = []
-        stops = self._turn_end_stops() if self.native else TEXT_STOPS
+        stops = self._turn_end_stops() if self.native else TRANSCRIPT_STOPS
         self.settings = DecodingSettings(max_new_tokens=max_new_tokens, stop=stops)
-
-    def _probe(self) -> Conversation:
-        tools = [{"type": "function", "function": {"name": "Probe", "description": "probe",
-                                                   "parameters": {"type": "object", "properties": {}}}}]
-        return chat_conversation([{"role": "system", "content": "s"}, {"role": "user", "content": "u"}], tools,
-                                 conversation_id="probe", level=3)
 
     def _resolve_native(self, tool_format: str) -> bool:
         if tool_format == "text":
             return False
         try:
-            self.backend.render(self._probe())
+            self.backend.render(tools_probe())
         except TemplateRefusal as error:
             if tool_format == "native":
                 raise AgentSetupError(f"--tool-format native: {error}; or use --tool-format text") from None
@@ -125,12 +114,7 @@ class ModelDriver:
     def _turn_end_stops(self) -> tuple[str, ...]:
         """The template's turn markers end every answer: as tokens where the backend can (tokenizers
         drop them from decoded text), else as stop strings (vLLM keeps them in its text)."""
-        tokenizer = getattr(self.backend, "tokenizer", None)
-        if tokenizer is None:  # an endpoint ends its turns itself
-            return ()
-        prompt = self.backend.render(self._probe())
-        vocab = tokenizer.get_vocab()
-        markers = tuple(m for m in TURN_END_MARKERS if m in vocab and m in prompt)
+        markers = turn_end_markers(self.backend)
         end_answers_at = getattr(self.backend, "end_answers_at", None)
         if end_answers_at is None:
             return markers
@@ -226,7 +210,7 @@ class ModelAgent:
     def start(self, episode: Episode, setting: str, trial: int) -> None:
         self.ids = CallIds()
         self.key = f"{episode.id}#{setting}#{trial}"
-        self.level = int(str(episode.level).rsplit("-", 1)[-1])
+        self.level = LEVEL_SPECS[episode.level].number
 
     def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Step:
         result = self.driver.act_many([(self, messages, tools)])[0]

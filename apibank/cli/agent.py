@@ -10,7 +10,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from apibank.benchmark import DEFAULT_SETTING, SETTINGS, TEMPLATE_MODES
+from apibank.benchmark import (
+    AGENT_TOOL_FORMATS, DEFAULT_AGENT_TOOL_FORMAT, DEFAULT_SETTING, SETTINGS, TEMPLATE_MODES, UNSIZED_MAX_NEW_TOKENS,
+)
 from apibank.cli.backend_flags import add_backend_flags, chosen_backend
 from apibank.cli.evaluate import hub_id, saved_lines
 from apibank.cli.flags import (
@@ -44,12 +46,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="open a pull request with the results on the model repository (default: --model); "
                         "needs --dataset-id and --output, never with --limit")
     gen = parser.add_argument_group("generation (as for evaluate)")
-    gen.add_argument("--tool-format", default="auto", choices=["auto", "native", "text"],
+    gen.add_argument("--tool-format", default=DEFAULT_AGENT_TOOL_FORMAT, choices=AGENT_TOOL_FORMATS,
                      help="native: the chat template's / endpoint's tool calling; text: our JSON-in-text "
                           "transcript (models without a tool-capable template); auto: native when available")
     gen.add_argument("--batch-size", type=int, default=8,
                      help="episodes stepped together: each model step is one batched call (1: one at a time)")
-    gen.add_argument("--max-new-tokens", type=int, default=256, help="cap on new tokens per model step")
+    gen.add_argument("--max-new-tokens", type=int, default=UNSIZED_MAX_NEW_TOKENS,
+                     help=f"cap on new tokens per model step (default {UNSIZED_MAX_NEW_TOKENS}: a step has no gold "
+                          "answer to size a budget from)")
     gen.add_argument("--price-per-mtok", default=None, metavar="IN,OUT",
                      help="price per million prompt tokens and per million generated tokens: adds a cost to usage")
     add_backend_flags(gen, backend_help="auto (default): vllm where it is installed and supports the model, "

@@ -10,6 +10,7 @@ import argparse
 import json
 from pathlib import Path
 
+from apibank.benchmark import DEFAULT_TRAINING_FORMAT, TRAINING_FORMATS
 from apibank.train.finetune import Recipe
 
 TRAIN_EXTRA = ("trl", "peft", "accelerate")
@@ -19,7 +20,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     defaults = Recipe()
     parser.add_argument("--model", required=True, help="base model: a Hub id, a local folder or a .gguf file")
     parser.add_argument("--output", required=True, help="folder for the fine-tuned model (and its checkpoints)")
-    parser.add_argument("--format", dest="fmt", choices=("chat", "paper"), default="paper",
+    parser.add_argument("--format", dest="fmt", choices=TRAINING_FORMATS, default=DEFAULT_TRAINING_FORMAT,
                         help="paper: the paper's prompt and answer text (judge with --format paper); chat: the "
                              "conversation with tools through the chat template (judge with --format tools)")
     parser.add_argument("--levels", nargs="+", default=None, metavar="LEVEL",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Iterable
 
-from apibank.benchmark import LEVEL_NUMBERS, LEVELS
+from apibank.benchmark import LEVEL_NUMBERS, LEVEL_SPECS, LEVELS
 from apibank.data.dialogues import DIALOGUE_FOLDERS, LEVEL_3_DIALOGUES
 from apibank.data.upstream import manifest, resolve_data_dir
 
@@ -43,12 +43,12 @@ def required_files(config: str, levels: Iterable[int] | None = None) -> list[str
     """Every upstream path that building ``config`` reads."""
     if levels is not None and config != TRAINING_CONFIG:
         raise ValueError(f"levels apply to the {TRAINING_CONFIG!r} config only, not {config!r}")
-    if config in DIALOGUE_FOLDERS:
+    if config in LEVEL_SPECS:
+        if LEVEL_SPECS[config].from_requirements:
+            return [LEVEL_3_DIALOGUES, *LEVEL_3_STEP_FILES.values()]
         return manifest().under(DIALOGUE_FOLDERS[config], ".jsonl") + [
             level12_test_file(config, "api"), level12_test_file(config, "response"),
         ]
-    if config == "level-3":
-        return [LEVEL_3_DIALOGUES, *LEVEL_3_STEP_FILES.values()]
     if config == TRAINING_CONFIG:
         return [path for level in training_levels(levels) for path in training_files(level)]
     raise ValueError(f"unknown config {config!r}; expected one of {[*TEST_CONFIGS, TRAINING_CONFIG]}")

@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from apibank.benchmark import LEVELS, SEARCHER, TOOLSETS
+from apibank.benchmark import LEVEL_SPECS, LEVELS, SEARCHER, TOOLSETS, LevelSpec
 from apibank.data.dialogues import LEVEL_3_DIALOGUES, iter_dialogues, level3_dialogues
 from apibank.data.renames import renamed
 
@@ -103,19 +103,21 @@ def dialogue_episodes(level: str, data_dir: str | os.PathLike[str] | None = None
     return result
 
 
-def level3_episodes(data_dir: str | os.PathLike[str] | None = None) -> EpisodeSet:
-    result = EpisodeSet("level-3", [])
+def requirement_episodes(spec: LevelSpec, data_dir: str | os.PathLike[str] | None = None) -> EpisodeSet:
+    """One episode per requirement of a requirements file (level 3): a single user turn."""
+    result = EpisodeSet(spec.name, [])
     for index, dialogue in enumerate(level3_dialogues(data_dir)):
         calls = tuple(
             GoldCall(api["api_name"], renamed(api["api_name"], api["output"].get("input") or api["input"] or {}), api["output"])
             for api in dialogue["apis"]
         )
         turn = Turn(dialogue["requirement"].strip(), calls, dialogue["response"])
-        result.episodes.append(Episode(f"level-3/{index}", "level-3", TOOLSETS["level-3"], f"{LEVEL_3_DIALOGUES}#{index}", (turn,)))
+        result.episodes.append(Episode(f"{spec.name}/{index}", spec.name, spec.toolset, f"{LEVEL_3_DIALOGUES}#{index}", (turn,)))
     return result
 
 
 def load_episodes(level: str, data_dir: str | os.PathLike[str] | None = None) -> EpisodeSet:
     if level not in LEVELS:
         raise ValueError(f"unknown level {level!r}; expected one of {', '.join(LEVELS)}")
-    return level3_episodes(data_dir) if level == "level-3" else dialogue_episodes(level, data_dir)
+    spec = LEVEL_SPECS[level]
+    return requirement_episodes(spec, data_dir) if spec.from_requirements else dialogue_episodes(level, data_dir)

@@ -1,8 +1,8 @@
 """How the rows render the upstream dialogues as the benchmark's prompt text, and the tools they offer.
 
-Requests are written as upstream writes them (``API-Request: [Name(key='value', ...)]``, values
-str-rendered, never escaped); the turns and calls of a row are the typed records the features hold
-(arguments and results as JSON text).
+Requests are written in the call notation (:mod:`apibank.notation`); the turns and calls of a row are
+the typed records the features hold (arguments and results as JSON text), and one renderer writes
+their dialogue as a prompt's text, for the test rows and for the training files read back alike.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from typing import Any, Iterable, Mapping
 
 from apibank_tools.base import CallRejected
 
-from apibank.benchmark import SEARCHER, TOOLSETS
+from apibank.benchmark import SEARCHER, TOOLSETS, level_spec
+from apibank.notation import render_result_line
 
 API_PROMPT_END = "API descriptions:\n"
 LEVEL_12_TRAILER = {"api": "Generate API Request:\n", "response": "Generate AI Response:\n"}
@@ -32,15 +33,9 @@ TOOL_SEARCHER_LINE = (
     'search for."}}, "output_parameters": {"best_matchs": {"type": "Union[List[dict], dict]", '
     '"description": "The best match tool(s)."}}}'
 )
-
-
-def render_parameters(arguments: Mapping[str, Any]) -> str:
-    """``key='value'`` pairs in stored order; values str-rendered and never escaped (upstream)."""
-    return ", ".join(f"{key}='{value}'" for key, value in arguments.items())
-
-
-def render_request(api_name: str, arguments: Mapping[str, Any]) -> str:
-    return f"API-Request: [{api_name}({render_parameters(arguments)})]"
+# The extra key of an API turn read from a training file recording how each value was quoted (JSON
+# text), so that the request is written back as it was; test rows write every value single-quoted.
+QUOTING = "quoting"
 
 
 def json_text(value: Any) -> str:
@@ -70,11 +65,34 @@ def call_record(api_name: str, arguments: Any, result: Any) -> dict[str, Any]:
     return {"api_name": api_name, "arguments": arguments, "result": result}
 
 
-def render_level12_history(turns: Iterable[Mapping[str, Any]]) -> str:
+def turn_quoting(turn: Mapping[str, Any]) -> dict[str, str] | None:
+    """How a training file's request quoted its values (None for test rows: every value single-quoted)."""
+    return json.loads(turn[QUOTING]) if turn.get(QUOTING) else None
+
+
+def turn_arguments(turn: Mapping[str, Any]) -> dict[str, Any]:
+    """An API turn's recorded arguments (a turn record holds them as JSON text)."""
+    return json.loads(turn["arguments"]) if turn.get("arguments") else {}
+
+
+def result_shown(turn: Mapping[str, Any], level: int | str) -> Any:
+    """What a prompt shows of an API turn's recorded result: its ``output``, or the whole record where
+    the level shows full results (as the original prompts do). A turn record holds no text for a
+    result of None (``turn_record``): it is shown as None."""
+    record = json.loads(turn["result"]) if turn.get("result") else None
+    if level_spec(level).full_results or not isinstance(record, dict):
+        return record
+    return record.get("output")
+
+
+def render_dialogue(history: Iterable[Mapping[str, Any]], level: int | str) -> str:
+    """The dialogue lines of a row's ``history`` as the upstream inputs write them: ``Role: text`` per
+    turn, an executed call as its request and ``->`` its result."""
     lines = []
-    for turn in turns:
+    for turn in history:
         if turn["role"] == "API":
-            lines.append(f"{render_request(turn['api_name'], turn['param_dict'])}->{turn['result']['output']}\n")
+            lines.append(render_result_line(turn["api_name"], turn_arguments(turn), result_shown(turn, level),
+                                            turn_quoting(turn)))
         else:
             lines.append(f"{turn['role']}: {turn['text']}\n")
     return "".join(lines)
@@ -93,13 +111,17 @@ def describe(toolset: str, name: str, fallback: str | None = None) -> str:
         return fallback
 
 
-def instruction_tools(instruction: str) -> list[tuple[str, str]]:
-    """(name, description line) for each description line of an upstream instruction, in order."""
+def instruction_lines(instruction: str) -> list[str] | None:
+    """The description lines of an upstream instruction, in order (None without ``API descriptions:``)."""
     start = instruction.find(API_PROMPT_END)
     if start < 0:
-        return []
-    listed = instruction[start + len(API_PROMPT_END):]
-    return [(json.loads(line)["name"], line) for line in listed.split("\n") if line]
+        return None
+    return [line for line in instruction[start + len(API_PROMPT_END):].split("\n") if line]
+
+
+def instruction_tools(instruction: str) -> list[tuple[str, str]]:
+    """(name, description line) for each description line of an upstream instruction, in order."""
+    return [(json.loads(line)["name"], line) for line in instruction_lines(instruction) or []]
 
 
 def offered_tools(toolset: str, names: Iterable[str], lines: Mapping[str, str]) -> list[dict[str, str]]:
@@ -115,9 +137,7 @@ def level3_offered_tools() -> list[dict[str, str]]:
     return [{"name": SEARCHER, "description": describe(TOOLSETS["level-1"], SEARCHER, TOOL_SEARCHER_LINE)}]
 
 
-def render_level3_input(requirement: str, calls: Iterable[Mapping[str, Any]], kind: str) -> str:
-    lines = [LEVEL_3_HEADER + "\n", f"User: {requirement.strip()}\n"]
-    for call in calls:
-        lines.append(f"{render_request(call['api_name'], call['input'])}->{call['output']}\n")
-    lines.append(LEVEL_3_TRAILER[kind])
-    return "".join(lines)
+def render_requirement_input(level: int | str, history: Iterable[Mapping[str, Any]], kind: str) -> str:
+    """The input of a row built from a requirements file (level 3): the ToolSearcher description line,
+    the requirement and the earlier calls, the trailer."""
+    return f"{LEVEL_3_HEADER}\n{render_dialogue(history, level)}{LEVEL_3_TRAILER[kind]}"

@@ -25,7 +25,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping
 
-from apibank.benchmark import SEARCHER, TOOLSETS
+from apibank.benchmark import LEVEL_SPECS, SEARCHER, LevelSpec
 from apibank.data.configs import (
     LEVEL_3_STEP_FILES, level12_test_file, missing_files_message, missing_local_files, required_files,
     training_files, training_levels,
@@ -33,9 +33,10 @@ from apibank.data.configs import (
 from apibank.data.dialogues import Source, iter_dialogues, level3_dialogues, local_source, read_json
 from apibank.data.rendering import (
     LEVEL_12_TRAILER, call_record, dialogue_turn, instruction_tools, json_text, level3_offered_tools,
-    offered_tools, render_level3_input, render_level12_history, render_request, turn_record,
+    offered_tools, render_dialogue, render_requirement_input, turn_record,
 )
 from apibank.data.upstream import UpstreamDataError, manifest, resolve_data_dir
+from apibank.notation import render_request
 
 # The version of the ``reference`` records the rows carry (the judges refuse any other).
 REFERENCE_VERSION = 1
@@ -44,25 +45,6 @@ REFERENCE_VERSION = 1
 class SampleMismatch(UpstreamDataError):
     """A row regenerated from the dialogues disagrees with upstream test-data."""
 
-
-@dataclass(frozen=True)
-class DialogueLevel:
-    """One of levels 1 and 2: its tools, and whether its API rows offer ToolSearcher alone."""
-
-    config: str
-    level: int
-    toolset: str
-    # Level 2 offers only ToolSearcher for API-call samples (the model must find the tool first).
-    api_rows_offer_only_tool_searcher: bool
-
-    def test_file(self, kind: str) -> str:
-        return level12_test_file(self.config, kind)
-
-
-DIALOGUE_LEVELS = {
-    "level-1": DialogueLevel("level-1", 1, TOOLSETS["level-1"], False),
-    "level-2": DialogueLevel("level-2", 2, TOOLSETS["level-2"], True),
-}
 
 # ---------------------------------------------------------------------------------------- levels 1, 2
 @dataclass(frozen=True)
@@ -96,34 +78,35 @@ def _dialogue_api_names(turns: Iterable[Mapping[str, Any]]) -> list[str]:
     return names
 
 
-def _iter_dialogue_level(spec: DialogueLevel, source: Source) -> Iterator[dict[str, Any]]:
+def _iter_dialogue_level(spec: LevelSpec, source: Source) -> Iterator[dict[str, Any]]:
+    """The rows of a level of recorded dialogues (levels 1 and 2)."""
     upstream = {
-        kind: {(record["file"], record["id"]): record for record in read_json(source, spec.test_file(kind))}
+        kind: {(record["file"], record["id"]): record for record in read_json(source, level12_test_file(spec.name, kind))}
         for kind in ("api", "response")
     }
     revision = manifest().commit
     rows: dict[str, list[dict[str, Any]]] = {"api": [], "response": []}
     seen: dict[str, set] = {"api": set(), "response": set()}
-    for dialogue in iter_dialogues(spec.config, source):
+    for dialogue in iter_dialogues(spec.name, source):
         file, turns = dialogue.file, dialogue.turns
         used_names = _dialogue_api_names(turns)
         for sample in dialogue_samples(turns):
             key = (file, sample.sample_id)
             record = upstream[sample.kind].get(key)
             if record is None:
-                raise SampleMismatch(f"{spec.test_file(sample.kind)} lacks the sample {file}#{sample.sample_id}")
+                raise SampleMismatch(f"{level12_test_file(spec.name, sample.kind)} lacks the sample {file}#{sample.sample_id}")
             seen[sample.kind].add(key)
             rows[sample.kind].append(_level12_row(spec, file, turns, used_names, sample, record, revision))
     for kind, records in upstream.items():
         extra = sorted(set(records) - seen[kind])
         if extra:
-            raise SampleMismatch(f"{spec.test_file(kind)} has samples no dialogue yields: {extra[:5]}")
+            raise SampleMismatch(f"{level12_test_file(spec.name, kind)} has samples no dialogue yields: {extra[:5]}")
     yield from rows["api"]
     yield from rows["response"]
 
 
 def _level12_row(
-    spec: DialogueLevel,
+    spec: LevelSpec,
     file: str,
     turns: list[Mapping[str, Any]],
     used_names: list[str],
@@ -133,9 +116,10 @@ def _level12_row(
 ) -> dict[str, Any]:
     history = turns[: sample.target_position]
     target = turns[sample.target_position]
-    row_id = f"{spec.config}/{file[: -len('.jsonl')]}#{sample.sample_id}"
+    row_id = f"{spec.name}/{file[: -len('.jsonl')]}#{sample.sample_id}"
+    history_records = [dialogue_turn(turn) for turn in history]
 
-    input_text = render_level12_history(history) + LEVEL_12_TRAILER[sample.kind]
+    input_text = render_dialogue(history_records, spec.name) + LEVEL_12_TRAILER[sample.kind]
     if sample.kind == "api":
         expected = render_request(target["api_name"], target["param_dict"])
         gold = call_record(target["api_name"], target["param_dict"], target["result"])
@@ -145,10 +129,11 @@ def _level12_row(
     _check_same(record, "input", input_text, row_id)
     _check_same(record, "expected_output", expected, row_id)
 
-    # Which tools are offered: the dialogue's own (level-2 API rows: ToolSearcher alone); their order
-    # follows the upstream instruction, so that `tools` and `instruction` list them alike.
+    # Which tools are offered: the dialogue's own (API rows of a level whose tools are found by search:
+    # ToolSearcher alone); their order follows the upstream instruction, so that `tools` and
+    # `instruction` list them alike.
     listed = instruction_tools(record["instruction"])
-    if sample.kind == "api" and spec.api_rows_offer_only_tool_searcher:
+    if sample.kind == "api" and spec.searches_tools:
         offered = [SEARCHER]
     else:
         offered = used_names
@@ -159,7 +144,7 @@ def _level12_row(
     reference = {
         "v": REFERENCE_VERSION,
         "id": row_id,
-        "level": spec.level,
+        "level": spec.number,
         "kind": sample.kind,
         "toolset": spec.toolset,
         "file": file,
@@ -175,12 +160,12 @@ def _level12_row(
     }
     return {
         "id": row_id,
-        "level": spec.level,
+        "level": spec.number,
         "kind": sample.kind,
         "file": file,
         "sample_id": sample.sample_id,
         "api_id": -1,
-        "history": [dialogue_turn(turn) for turn in history],
+        "history": history_records,
         "tools": offered_tools(spec.toolset, listed_names, dict(listed)),
         "target": dialogue_turn(target),
         "instruction": record["instruction"],
@@ -200,7 +185,8 @@ def _check_same(record: Mapping[str, Any], field: str, regenerated: str, row_id:
 
 
 # ---------------------------------------------------------------------------------------- level 3
-def _iter_level3(source: Source) -> Iterator[dict[str, Any]]:
+def _iter_requirements(spec: LevelSpec, source: Source) -> Iterator[dict[str, Any]]:
+    """The rows of a level built from a requirements file (level 3)."""
     dialogues = level3_dialogues(source)
     steps = {
         kind: {(r["sample_id"], r["api_id"]): r for r in read_json(source, path)}
@@ -220,18 +206,19 @@ def _iter_level3(source: Source) -> Iterator[dict[str, Any]]:
         requirement = turn_record("User", text=dialogue["requirement"].strip())
         for api_id, call in enumerate(calls):
             yield _level3_row(
-                sample_id, api_id, "api", dialogue, requirement, tool_searcher,
+                spec, sample_id, api_id, "api", dialogue, requirement, tool_searcher,
                 steps["api"][(sample_id, api_id)], steps["icl"][(sample_id, api_id)]["instruction"], revision,
             )
         last = len(calls) - 1
         responses.append(
-            _level3_row(sample_id, last, "response", dialogue, requirement, tool_searcher,
+            _level3_row(spec, sample_id, last, "response", dialogue, requirement, tool_searcher,
                         steps["response"][(sample_id, last)], "", revision)
         )
     yield from responses
 
 
 def _level3_row(
+    spec: LevelSpec,
     sample_id: int,
     api_id: int,
     kind: str,
@@ -244,8 +231,11 @@ def _level3_row(
 ) -> dict[str, Any]:
     calls = dialogue["apis"]
     earlier = calls[:api_id] if kind == "api" else calls
-    row_id = f"level-3/{sample_id}#{api_id if kind == 'api' else 'response'}"
-    input_text = render_level3_input(dialogue["requirement"], earlier, kind)
+    row_id = f"{spec.name}/{sample_id}#{api_id if kind == 'api' else 'response'}"
+    history = [requirement] + [
+        turn_record("API", api_name=c["api_name"], arguments=c["input"], result=c["output"]) for c in earlier
+    ]
+    input_text = render_requirement_input(spec.name, history, kind)
     if kind == "api":
         call = calls[api_id]
         expected = render_request(call["api_name"], call["input"])
@@ -261,9 +251,9 @@ def _level3_row(
     reference = {
         "v": REFERENCE_VERSION,
         "id": row_id,
-        "level": 3,
+        "level": spec.number,
         "kind": kind,
-        "toolset": TOOLSETS["level-3"],
+        "toolset": spec.toolset,
         "file": "level-3.json",
         "sample_id": sample_id,
         "api_id": api_id,
@@ -274,12 +264,9 @@ def _level3_row(
         "earlier_calls": [call_record(c["api_name"], c["input"], c["output"]) for c in earlier],
         "revision": revision,
     }
-    history = [requirement] + [
-        turn_record("API", api_name=c["api_name"], arguments=c["input"], result=c["output"]) for c in earlier
-    ]
     return {
         "id": row_id,
-        "level": 3,
+        "level": spec.number,
         "kind": kind,
         "file": "level-3.json",
         "sample_id": sample_id,
@@ -334,9 +321,10 @@ def iter_rows(
         if missing:
             raise UpstreamDataError(missing_files_message(missing, str(resolve_data_dir(data_dir))))
         source = local_source(data_dir)
-    if config in DIALOGUE_LEVELS:
-        yield from _iter_dialogue_level(DIALOGUE_LEVELS[config], source)
-    elif config == "level-3":
-        yield from _iter_level3(source)
-    else:
+    spec = LEVEL_SPECS.get(config)
+    if spec is None:
         yield from _iter_training(levels, source)
+    elif spec.from_requirements:
+        yield from _iter_requirements(spec, source)
+    else:
+        yield from _iter_dialogue_level(spec, source)

@@ -29,7 +29,7 @@ from inspect_ai.model import ChatMessageUser, GenerateConfig
 from inspect_ai.scorer import Score, SampleScore, Target, metric, scorer
 from inspect_ai.solver import Generate, TaskState, generate, solver
 
-from apibank.benchmark import LEVEL_NUMBERS, PROTOCOLS
+from apibank.benchmark import LEVEL_NUMBERS, PROTOCOLS, UNSIZED_MAX_NEW_TOKENS
 from apibank.evals import _offline
 from apibank.evals.spec import FIELD_SPEC, METRIC_NAME, SCORER_NAME, SOLVER_NAME, registration_name
 
@@ -179,7 +179,7 @@ def api_bank(
     icl: bool = False,
     dataset: str | None = None,
     revision: str | None = None,
-    max_tokens: int = 256,
+    max_tokens: int = UNSIZED_MAX_NEW_TOKENS,
 ) -> Task:
     """API-Bank level ``level`` (1, 2 or 3), classic per-step evaluation with the paper prompts.
 

@@ -18,7 +18,7 @@ from apibank.generate.backends import (
 from apibank.generate.conversation import FORMATS, Conversation, build_conversation, chat_conversation
 from apibank.generate.predictions import read_predictions
 from apibank.generate.runner import generate_predictions
-from apibank.generate.toolcalls import call_text
+from apibank.notation import call_text
 
 __all__ = [
     "BACKENDS",

@@ -18,11 +18,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from apibank.benchmark import FORMATS
+from apibank.benchmark import FORMATS, level_spec
+from apibank.data.rendering import result_shown, turn_arguments
+from apibank.notation import REQUEST_FORMAT, display, render_request
 
 Message = dict[str, Any]
 
-_API_FORMAT = "API-Request: [ApiName(key1='value1', key2='value2', ...)]"
 
 
 @dataclass
@@ -38,39 +39,14 @@ class Conversation:
     gold: str = field(default="", repr=False)
 
 
-def display(value: Any) -> str:
-    """Python's ``str()`` display of a JSON value, as upstream prompts show results and arguments."""
-    return value if isinstance(value, str) else str(value)
-
-
-def history_call_text(api_name: str, arguments: Mapping[str, Any]) -> str:
-    """A recorded call as the upstream prompts render it: every value single-quoted, inserted raw."""
-    params = ", ".join(f"{key}='{display(value)}'" for key, value in arguments.items())
-    return f"API-Request: [{api_name}({params})]"
-
-
-def _loads(text: str, default: Any) -> Any:
-    if not text:
-        return default
-    return json.loads(text)
-
-
-def _result_shown(turn: Mapping[str, Any], level: int) -> Any:
-    """Levels 1/2 show only the result's ``output``; level 3 shows the whole record (as the original prompts do)."""
-    record = _loads(turn.get("result", ""), {})
-    if level == 3 or not isinstance(record, dict):
-        return record
-    return record.get("output")
-
-
 def tool_schema(name: str, description_line: str, level: int) -> dict[str, Any]:
     """The OpenAI function schema of a row's tool: the registry's, or one derived from its description.
 
     Every row format with native tools goes through this one function: ``--format tools`` at test
     time and the ``training-chat`` examples, so a model is tested on the schemas it was trained on."""
-    from apibank_tools.registry import LEVEL_1_2, LEVEL_3, parameter_schema
+    from apibank_tools.registry import parameter_schema, toolset
 
-    tools = LEVEL_3 if level == 3 else LEVEL_1_2
+    tools = toolset(level_spec(level).toolset)
     if name in tools:
         return tools.json_schema(name)
     # A tool outside the registry (the training set's APIs): derive the schema from the prompt
@@ -94,14 +70,15 @@ def tool_schema(name: str, description_line: str, level: int) -> dict[str, Any]:
 
 
 def _system_prompt(row: Mapping[str, Any], with_descriptions: bool) -> str:
-    year = "" if row["level"] == 3 else "The current year is 2023.\n"
+    year = level_spec(row["level"]).year
+    year = f"The current year is {year}.\n" if year else ""
     if row["kind"] == "api":
         task = (
             "You are an AI assistant that calls APIs to help the user.\n"
             f"{year}Generate the API request the AI should make next, based on the dialogue so far. "
         )
         task += (
-            f"Reply with only the request, in the format {_API_FORMAT}."
+            f"Reply with only the request, in the format {REQUEST_FORMAT}."
             if with_descriptions
             else "Make the call with the tools you are given."
         )
@@ -125,8 +102,8 @@ def _history_messages(row: Mapping[str, Any], native_tools: bool) -> list[Messag
         elif role == "AI":
             messages.append({"role": "assistant", "content": turn["text"]})
         elif role == "API":
-            arguments = _loads(turn.get("arguments", ""), {})
-            shown = _result_shown(turn, row["level"])
+            arguments = turn_arguments(turn)
+            shown = result_shown(turn, row["level"])
             if native_tools:
                 call_id = f"call_{index}"
                 messages.append(
@@ -145,7 +122,7 @@ def _history_messages(row: Mapping[str, Any], native_tools: bool) -> list[Messag
                 content = json.dumps(shown, ensure_ascii=False)
                 messages.append({"role": "tool", "tool_call_id": call_id, "name": turn["api_name"], "content": content})
             else:
-                messages.append({"role": "assistant", "content": history_call_text(turn["api_name"], arguments)})
+                messages.append({"role": "assistant", "content": render_request(turn["api_name"], arguments)})
                 # The id answers no structured call here, but servers validating the OpenAI schema
                 # (llama-cpp-python) require every tool message to carry one.
                 messages.append(

@@ -13,16 +13,13 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from apibank.benchmark import BUDGET_MARGIN, MODEL_FORMAT, UNSIZED_MAX_NEW_TOKENS
 from apibank.generate.backends import Backend, Completion, DecodingSettings
 from apibank.generate.backends.base import OnCompletion
 from apibank.generate.conversation import Conversation, build_conversation
 from apibank.generate.predictions import PredictionWriter, check_resumable, repair
 from apibank.generate.stops import answer_text, renders_plain_text, stops_for
-from apibank.generate.toolcalls import call_text
-
-# Room above the longest gold answer: a turn label (``AI:``), whitespace, and the stop string itself,
-# which must be generated before it can be seen.
-BUDGET_MARGIN = 16
+from apibank.notation import call_text
 
 
 def token_budgets(backend: Backend, rows: Sequence[Mapping[str, Any]], margin: int = BUDGET_MARGIN) -> tuple[tuple[str, int], ...]:
@@ -46,9 +43,11 @@ def sized_settings(
     max_new_tokens: int | None = None,
     stop: Sequence[str] | None = None,
 ) -> DecodingSettings:
-    """Decoding settings whose per-kind budgets come from the gold answers of ``rows``, capped by ``max_new_tokens``."""
+    """Decoding settings whose per-kind budgets come from the gold answers of ``rows``, capped by
+    ``max_new_tokens``: the one way evaluate and ``apibank_generate`` size answers."""
     budgets = token_budgets(backend, rows)
-    cap = max_new_tokens if max_new_tokens is not None else max((value for _, value in budgets), default=256)
+    cap = max_new_tokens if max_new_tokens is not None else max((value for _, value in budgets),
+                                                                default=UNSIZED_MAX_NEW_TOKENS)
     if stop is None:
         stop = stops_for(backend, rows, fmt)
     return DecodingSettings(max_new_tokens=cap, stop=tuple(stop), budgets=budgets)
@@ -132,7 +131,7 @@ def generate_predictions(
     rows: Sequence[Mapping[str, Any]],
     backend: Backend,
     *,
-    fmt: str = "chat",
+    fmt: str = MODEL_FORMAT,
     settings: DecodingSettings | None = None,
     batch_size: int = 8,
     output_path: str | os.PathLike[str] | None = None,

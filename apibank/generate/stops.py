@@ -1,17 +1,21 @@
-"""The stop rule: where a generated answer ends, and which stop strings a prompt format uses.
+"""The stop rule: where a generated answer ends, which stop strings a prompt format uses, and which
+turn markers of a chat template end an agent's step.
 
-Backends stop early where they can (transformers while decoding, vLLM and servers through their own
-``stop`` parameter, which a server may ignore), but none cuts its text: the cut is made once, on whatever
-text came back, by the prediction runner (``runner.finish``, which ``apibank_generate.generate`` goes
-through too), the agent's model driver and the inspect-ai task, so a backend cannot change where an answer
-ends. A stop string is looked for in the generated text only (never the prompt), after the answer's
-leading whitespace and its opening turn label, so that ``AI: Sure, ...`` or ``\\nAI: ...`` begins an
-answer rather than ending it.
+Backends stop early where they can (transformers and vLLM by this module's rule on the streamed tokens,
+servers through their own ``stop`` parameter, which a server may ignore), but none cuts its text: the cut
+is made once, on whatever text came back, by the prediction runner (``runner.finish``, which
+``apibank_generate.generate`` goes through too), the agent's model steps and the inspect-ai task, so a
+backend cannot change where an answer ends. A stop string is looked for in the generated text only (never
+the prompt), after the answer's leading whitespace and its opening turn label, so that ``AI: Sure, ...``
+or ``\nAI: ...`` begins an answer rather than ending it. (How many tokens an answer may take:
+:func:`apibank.generate.runner.sized_settings` and the budgets of :mod:`apibank.benchmark`.)
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from apibank.generate.conversation import Conversation, build_conversation, chat_conversation
 
 # Turn labels an answer may open with in the paper format's transcript ("AI: Sure, ...").
 TURN_LABELS = ("User:", "AI:", "API:")
@@ -25,6 +29,12 @@ PAPER_STOPS = ("\nUser:", "\nAI:", "\nAPI:", "\nGenerate API Request", "\nGenera
 # the model cannot know, and no gold answer contains "->" (the paper parser reads the call the same
 # with or without the tail).
 LINE_STOPS = ("\n", "->")
+# Where an agent's step ends in its plain transcript (tools as JSON schemas, calls as JSON in text):
+# the transcript's next turn.
+TRANSCRIPT_STOPS = ("\nUser:", "\nTool result:", "\nSystem:")
+# A base model behind a chat template writes on past its turn: an agent's step ends at the template's
+# turn markers (those its rendered prompt contains), as at EOS.
+TURN_END_MARKERS = ("<end_of_turn>", "<start_of_turn>", "<|im_end|>", "<|eot_id|>", "<|end|>")
 
 
 def answer_start(text: str) -> int:
@@ -117,8 +127,6 @@ def default_stops(fmt: str, plain_text: bool = False) -> tuple[str, ...]:
 
 def renders_plain_text(backend: Any, rows: Sequence[Mapping[str, Any]]) -> bool:
     """Whether ``backend`` sends the paper prompt as plain text (no chat template around it)."""
-    from apibank.generate.conversation import build_conversation
-
     if not rows:
         return False
     conversation = build_conversation(rows[0], "paper")
@@ -131,3 +139,24 @@ def renders_plain_text(backend: Any, rows: Sequence[Mapping[str, Any]]) -> bool:
 def stops_for(backend: Any, rows: Sequence[Mapping[str, Any]], fmt: str) -> tuple[str, ...]:
     """The stop strings of ``fmt`` for the prompts ``backend`` renders from ``rows``."""
     return default_stops(fmt, plain_text=fmt == "paper" and renders_plain_text(backend, rows))
+
+
+def tools_probe() -> Conversation:
+    """A one-tool chat conversation: what a backend must render to take an agent's steps natively (its
+    chat template refuses it, or has no tool calling), and whose prompt shows the template's turn markers."""
+    tools = [{"type": "function", "function": {"name": "Probe", "description": "probe",
+                                               "parameters": {"type": "object", "properties": {}}}}]
+    return chat_conversation([{"role": "system", "content": "s"}, {"role": "user", "content": "u"}], tools,
+                             conversation_id="probe")
+
+
+def turn_end_markers(backend: Any) -> tuple[str, ...]:
+    """The :data:`TURN_END_MARKERS` that ``backend``'s chat template writes (in the prompt of
+    :func:`tools_probe`) and its tokenizer knows; none for a backend without a tokenizer (an endpoint
+    ends its turns itself)."""
+    tokenizer = getattr(backend, "tokenizer", None)
+    if tokenizer is None:
+        return ()
+    prompt = backend.render(tools_probe())
+    vocabulary = tokenizer.get_vocab()
+    return tuple(marker for marker in TURN_END_MARKERS if marker in vocabulary and marker in prompt)

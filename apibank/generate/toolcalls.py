@@ -14,10 +14,13 @@ syntax. :func:`calls_in_text` reads the text syntaxes real models emit:
 * any of the above HTML-escaped (``{&#34;name&#34;: ...}``, ``&quot;``).
 
 The model's text is untrusted: parsing never evaluates anything, looks at the first
-:data:`MAX_TEXT_CHARS` characters only, and skips JSON nested deeper than :data:`MAX_DEPTH` before
-the decoder sees it (Python's ``json`` recurses once per level, so ``'[' * 5000`` would otherwise
-raise RecursionError). The first call is rendered so that the benchmark's call extraction
-reads back the same names and values.
+:data:`MAX_TEXT_CHARS` characters only, reads one call to :data:`apibank.notation.MAX_CALL_CHARS`
+(the judge's bound), and skips JSON nested deeper than :data:`MAX_DEPTH` before the decoder sees it
+(Python's ``json`` recurses once per level, so ``'[' * 5000`` would otherwise raise RecursionError).
+Python-style values are read by the notation's literal rule (:func:`apibank.notation.literal`), the
+one the judge applies. The first call becomes the prediction through
+:func:`apibank.notation.call_text`, so that the benchmark's call extraction reads back the same
+names and values.
 """
 
 from __future__ import annotations
@@ -28,13 +31,14 @@ import json
 import re
 from typing import Any, Iterable, Iterator, Mapping
 
+from apibank.notation import MAX_CALL_CHARS, ParseError, keyword_arguments, python_expression, string_end
+
 ToolCall = tuple[str, dict[str, Any]]
 
 MAX_TEXT_CHARS = 65_536  # a call longer than this is not a call the benchmark can score anyway
 MAX_DEPTH = 32  # nesting of a JSON value or Python literal; the benchmark's arguments are flat
 MAX_SPANS = 256  # bracketed spans examined per text
 MAX_PASSES = 16  # rescans after an opener that never closes (each pass is linear)
-MAX_CALL_CHARS = 4_096  # one call (its JSON arguments or Python source)
 MAX_CALLS = 64  # named call prefixes examined per text
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*"
@@ -46,6 +50,8 @@ _CALL_HEAD = re.compile(rf'\{{\s*"name"\s*:\s*"({_NAME})"\s*,\s*"(?:arguments|pa
 _PY_CALL = re.compile(rf"\b({_NAME})\s*\(")
 _FENCE = re.compile(r"```(?:python|py|tool_code|json)?\s*\n(.*?)```", re.DOTALL)
 _ESCAPED = re.compile(r"&(?:#\d{1,6}|#x[0-9a-fA-F]{1,6}|quot|apos|amp|lt|gt);")
+_BRACKETS_AND_QUOTE = frozenset('[]{}()"')
+_CLOSERS = {"[": "]", "{": "}", "(": ")"}
 
 
 # ------------------------------------------------------------------------------------ shapes
@@ -81,22 +87,20 @@ def calls_from_message(tool_calls: Any) -> list[ToolCall]:
 def _too_deep(text: str, limit: int = MAX_DEPTH) -> bool:
     """Whether brackets nest deeper than ``limit`` (outside JSON strings), in one linear pass."""
     depth = 0
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
+    inside_until = -1  # the last character of the string being passed over
+    for index, char in enumerate(text):
+        if index <= inside_until or char not in _BRACKETS_AND_QUOTE:
+            continue
+        if char == '"':
+            closing = string_end(text, index)
+            if closing is None:  # the rest is one unclosed string
+                return False
+            inside_until = closing
         elif char in "[{(":
             depth += 1
             if depth > limit:
                 return True
-        elif char in "]})":
+        else:
             depth = max(0, depth - 1)
     return False
 
@@ -117,31 +121,29 @@ def _balanced_spans(text: str, openers: str = "[{", max_passes: int = MAX_PASSES
     Strings are tracked only inside a region, so prose quotes do not matter; an opener that never
     closes is skipped and the scan restarts after it (at most :data:`MAX_SPANS` spans in all).
     """
-    closers = {"[": "]", "{": "}", "(": ")"}
     start_at = 0
     produced = passes = 0
     while start_at < len(text) and produced < MAX_SPANS and passes < max_passes:
         passes += 1
         stack: list[str] = []
         region_start = -1
-        in_string = escaped = False
-        index = start_at
-        while index < len(text):
-            char = text[index]
-            if stack and in_string:
-                if escaped:
-                    escaped = False
-                elif char == "\\":
-                    escaped = True
-                elif char == '"':
-                    in_string = False
-            elif stack and char == '"':
-                in_string = True
-            elif char in openers or (stack and char in closers):
-                if not stack:
+        inside_until = -1  # the last character of the string being passed over
+        # one character at a time: a hostile text is dense with brackets, where this beats a regex
+        for index, char in enumerate(text[start_at:], start_at):
+            if index <= inside_until or char not in _BRACKETS_AND_QUOTE:
+                continue
+            if not stack:
+                if char in openers:
                     region_start = index
-                stack.append(closers[char])
-            elif stack and char in ")]}":
+                    stack.append(_CLOSERS[char])
+            elif char == '"':
+                closing = string_end(text, index)
+                if closing is None:  # a string that never closes: neither does the region
+                    break
+                inside_until = closing
+            elif char in _CLOSERS:
+                stack.append(_CLOSERS[char])
+            else:
                 if char != stack[-1]:  # mismatched: drop this region, retry after its opener
                     break
                 stack.pop()
@@ -151,7 +153,6 @@ def _balanced_spans(text: str, openers: str = "[{", max_passes: int = MAX_PASSES
                     if produced >= MAX_SPANS:
                         return
                     region_start = -1
-            index += 1
         if not stack:
             return
         start_at = region_start + 1
@@ -201,12 +202,8 @@ def _prefixed_calls(text: str, pattern: re.Pattern[str]) -> list[ToolCall]:
 
 
 # ------------------------------------------------------------------------------ Python style
-def _literal(node: ast.AST) -> Any:
-    return ast.literal_eval(node)
-
-
 def _python_call(node: ast.AST) -> ToolCall | None:
-    if not isinstance(node, ast.Call) or node.args:
+    if not isinstance(node, ast.Call):
         return None
     func = node.func
     if isinstance(func, ast.Attribute) and func.attr == "call" and isinstance(func.value, ast.Name):
@@ -215,12 +212,10 @@ def _python_call(node: ast.AST) -> ToolCall | None:
         name = func.id
     else:
         return None
-    arguments = {}
-    for keyword in node.keywords:
-        if keyword.arg is None:
-            return None
-        arguments[keyword.arg] = _literal(keyword.value)
-    return name, arguments
+    try:
+        return name, keyword_arguments(node)
+    except ParseError:
+        return None
 
 
 def _python_calls_in(source: str) -> list[ToolCall]:
@@ -228,11 +223,11 @@ def _python_calls_in(source: str) -> list[ToolCall]:
     if not source or len(source) > MAX_CALL_CHARS or _too_deep(source):
         return []
     try:
-        tree = ast.parse(source, mode="eval")
-        nodes = tree.body.elts if isinstance(tree.body, (ast.List, ast.Tuple)) else [tree.body]
-        calls = [_python_call(node) for node in nodes]
-    except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
+        tree = python_expression(source)
+    except ParseError:
         return []
+    nodes = tree.elts if isinstance(tree, (ast.List, ast.Tuple)) else [tree]
+    calls = [_python_call(node) for node in nodes]
     if not calls or any(call is None for call in calls):
         return []
     return [call for call in calls if call is not None]
@@ -279,22 +274,3 @@ def calls_in_text(text: str, tool_names: Iterable[str] | None = None) -> list[To
         if calls:
             return calls
     return []
-
-
-# --------------------------------------------------------------------------------- rendering
-def _argument(key: str, value: Any) -> str:
-    if isinstance(value, str):
-        # The paper parser ends a quoted value at the next quote of either kind; pick the quote that
-        # the value does not contain so that the value survives whenever it can.
-        quote = '"' if "'" in value and '"' not in value else "'"
-        return f"{key}={quote}{value}{quote}"
-    if isinstance(value, (list, dict)):
-        # Unquoted, as a Python literal: the paper parser keeps a bracketed list whole.
-        return f"{key}={value!r}"
-    # Numbers and booleans are quoted: unquoted decimals and negatives are cut by the paper parser.
-    return f"{key}='{value}'"
-
-
-def call_text(name: str, arguments: Mapping[str, Any]) -> str:
-    params = ", ".join(_argument(key, value) for key, value in arguments.items())
-    return f"API-Request: [{name}({params})]"

@@ -24,11 +24,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import yaml
 
-from apibank.benchmark import BENCHMARK_NAME, EPISODE_COUNTS, FULL_COUNTS, SETTINGS
+from apibank.benchmark import BENCHMARK_NAME, EPISODE_COUNTS, FULL_COUNTS, LEVEL_SPECS, SETTINGS, LevelSpec
 from apibank.files import atomic_write_text
 
 EVAL_YAML_FILE = "eval.yaml"
@@ -77,18 +77,16 @@ class Task:
         return f"{self.label} ({UNITS[self.kind]})"
 
 
-TASKS: dict[str, Task] = {
-    task.id: task
-    for task in (
-        Task("level-1-api", "level-1", "api", "Level-1 API call accuracy"),
-        Task("level-1-response", "level-1", "response", "Level-1 response ROUGE-L"),
-        Task("level-2-api", "level-2", "api", "Level-2 API call accuracy"),
-        Task("level-2-response", "level-2", "response", "Level-2 response ROUGE-L"),
-        Task("level-3-api", "level-3", "api", "Level-3 API call accuracy"),
-        Task("level-3-dialogue", "level-3", "dialogues", "Level-3 dialogue accuracy"),
-        Task("level-3-response", "level-3", "response", "Level-3 response ROUGE-L"),
-    )
-}
+def _level_tasks(spec: LevelSpec) -> Iterator[Task]:
+    """A level's API accuracy, its dialogue accuracy where the level has one, its response ROUGE-L."""
+    level, label = spec.name, spec.name.capitalize()
+    yield Task(f"{level}-api", level, "api", f"{label} API call accuracy")
+    if spec.dialogue_accuracy:
+        yield Task(f"{level}-dialogue", level, "dialogues", f"{label} dialogue accuracy")
+    yield Task(f"{level}-response", level, "response", f"{label} response ROUGE-L")
+
+
+TASKS: dict[str, Task] = {task.id: task for spec in LEVEL_SPECS.values() for task in _level_tasks(spec)}
 
 
 def agentic_task_id(level: str, setting: str) -> str:

@@ -14,7 +14,7 @@ from apibank_tools.base import Record
 from apibank_tools.retrieval import found_tool
 
 from apibank.judge.categories import EXECUTION_CATEGORIES
-from apibank.benchmark import SEARCHER
+from apibank.benchmark import SEARCHER, level_spec
 from apibank.judge.judging import Verdict
 
 def _ratio(correct: int, total: int) -> float | None:
@@ -63,7 +63,7 @@ def aggregate(
             "errors_by_api": dict(sorted(by_api.items(), key=lambda kv: (-kv[1], kv[0]))),
             "response_flags": dict(sorted(flags.items())),
         }
-        if level == 3:
+        if level_spec(level).dialogue_accuracy:
             dialogues: dict[int, bool] = {}
             for i, r in api_rows:
                 dialogues[r["sample_id"]] = dialogues.get(r["sample_id"], True) and verdicts[i].correct

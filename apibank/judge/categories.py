@@ -161,6 +161,8 @@ PAPER_LEVEL_3_CATEGORIES = CategoryMap(
         CheckError(Exception, (), ABORT_CHECK_ERROR),
     ),
 )
+# The paper protocol's map for each original evaluator a level names (apibank.benchmark.LevelSpec.evaluator).
+PAPER_CATEGORY_MAPS = {"evaluator_by_json": PAPER_CATEGORIES, "lv3_evaluator": PAPER_LEVEL_3_CATEGORIES}
 # Corrected: typed coercion names bad values apart; a corrected check never raises, so one that
 # does is counted, never trusted.
 CORRECTED_CATEGORIES = CategoryMap(

@@ -35,16 +35,17 @@ from apibank_tools.registry import ToolSet, toolset
 from apibank_tools.retrieval import catalogue, found_tool
 from apibank_tools.text import space_before_capitals
 
-from apibank.benchmark import SEARCHER
+from apibank.benchmark import SEARCHER, level_spec
 from apibank.data.renames import renamed, renamed_record
 from apibank.judge.categories import (
     ABORT_EXECUTION_ERROR, ABORT_MISSING_KEYWORDS, API_NAME_MISMATCH, CORRECTED_CATEGORIES,
     FAILED_PARSE_API_CALL, GOLD_CALL_FAILED, HAS_EXCEPTION, INPUT_MISMATCH, MAX_PREDICTION_CHARS, NO_API_CALL,
-    OUTPUT_MISMATCH, PAPER_CATEGORIES, PAPER_LEVEL_3_CATEGORIES, PREDICTION_TOO_LONG, TIMEOUT, UNCATEGORISED,
+    OUTPUT_MISMATCH, PAPER_CATEGORY_MAPS, PREDICTION_TOO_LONG, TIMEOUT, UNCATEGORISED,
     CategoryMap,
 )
-from apibank.judge.parsing import ParseError, parse_paper, parse_typed
+from apibank.judge.parsing import parse_paper
 from apibank.judge.retriever import CachedRetriever, shared_retriever
+from apibank.notation import ParseError, parse_call
 
 
 T = TypeVar("T")
@@ -167,17 +168,17 @@ class Judge:
             return Verdict(False, NO_API_CALL)
         verdict = Verdict(False, None, call=parsed.text, name=parsed.name, arguments=dict(parsed.arguments))
         gold_name = reference["gold"]["api_name"]
+        level = level_spec(reference["level"])
         # lv3_evaluator compares no names: the gold tool's check judges whatever was called.
-        level3 = reference["level"] == 3
-        if not level3 and parsed.name != gold_name:
+        if level.names_compared and parsed.name != gold_name:
             verdict.category = API_NAME_MISMATCH
             return verdict
-        if level3 and parsed.name == SEARCHER:
+        if level.searcher_keywords_split and parsed.name == SEARCHER:
             if "keywords" not in verdict.arguments:
                 verdict.category = ABORT_MISSING_KEYWORDS
                 return verdict
             verdict.arguments["keywords"] = space_before_capitals(verdict.arguments["keywords"])
-        categories = PAPER_LEVEL_3_CATEGORIES if level3 else PAPER_CATEGORIES
+        categories = PAPER_CATEGORY_MAPS[level.evaluator]
         tools = toolset(reference["toolset"])
         result = self._execute(
             verdict, categories, lambda: self.session(reference["toolset"]), verdict.arguments, "paper"
@@ -190,7 +191,7 @@ class Judge:
             return verdict
         verdict.correct = correct
         if not correct:
-            other_tool = level3 and verdict.name != gold_name
+            other_tool = not level.names_compared and verdict.name != gold_name
             verdict.category = API_NAME_MISMATCH if other_tool else _outcome_category(result, gold)
         return verdict
 
@@ -201,7 +202,7 @@ class Judge:
 
     def _corrected(self, prediction: str, reference: dict[str, Any]) -> Verdict:
         try:
-            parsed = parse_typed(prediction)
+            parsed = parse_call(prediction)
         except ParseError as error:
             return Verdict(False, FAILED_PARSE_API_CALL, error=_message(error))
         if parsed is None:
@@ -291,8 +292,9 @@ class Judge:
 
 
 def _searched(reference: dict[str, Any], name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """Level 3 splits ToolSearcher keywords before capitals, as lv3_evaluator does (a copy if so)."""
-    if reference["level"] == 3 and name == SEARCHER and isinstance(arguments.get("keywords"), str):
+    """ToolSearcher keywords split before capitals where the level's evaluator splits them (a copy if so)."""
+    split = level_spec(reference["level"]).searcher_keywords_split
+    if split and name == SEARCHER and isinstance(arguments.get("keywords"), str):
         return {**arguments, "keywords": space_before_capitals(arguments["keywords"])}
     return arguments
 

@@ -96,7 +96,11 @@ def replay_toolset(
     calls: list[GoldCall],
     data: PristineData,
     retriever: Any = None,
+    *,
+    position: str = "turn",
 ) -> ToolSetReport:
+    """How the gold ``calls`` on tool set ``name`` reproduce their recorded results; a failure names
+    the call's place by ``position`` (its turn in a dialogue file, or its index in a requirement's calls)."""
     report = ToolSetReport()
     for call in calls:
         report.total += 1
@@ -117,7 +121,7 @@ def replay_toolset(
         if _execute(adopted, call)[0] == call.recorded:
             reason += "; reproduces when the recorded random ids of earlier calls are adopted"
         failure: dict[str, Any] = {"file": call.file, "api": call.api_name, "reason": reason}
-        failure["index" if name == "level-3" else "turn"] = call.position
+        failure[position] = call.position
         report.failures.append(failure)
     return report
 
@@ -144,7 +148,7 @@ def run_replay(data_dir: str | os.PathLike[str] | None = None, retriever: Any = 
     level12_tools, level3_tools = TOOLSETS["level-1"], TOOLSETS["level-3"]
     level12 = replay_toolset(level12_tools, list(level12_gold_calls(data_dir)), data, retriever)
     level3_calls = list(level3_gold_calls(data_dir))
-    level3 = replay_toolset(level3_tools, level3_calls, data, retriever)
+    level3 = replay_toolset(level3_tools, level3_calls, data, retriever, position="index")
     level3.extra.update(_searcher_figures(level3_calls, retriever))
     return {level12_tools: level12.as_dict(), level3_tools: level3.as_dict()}
 

@@ -74,7 +74,7 @@ from apibank_tools.base import Record
 from apibank_tools.environment import pristine_data
 from apibank_tools.registry import toolset
 
-from apibank.benchmark import JUDGE_MEMORY_MB, JUDGE_TIMEOUT_S, PROTOCOL_DESCRIPTIONS, PROTOCOLS, SEARCHER
+from apibank.benchmark import JUDGE_MEMORY_MB, JUDGE_TIMEOUT_S, PROTOCOL_DESCRIPTIONS, PROTOCOLS, SEARCHER, level_spec
 from apibank.data.upstream import upstream_source
 from apibank.judge.aggregate import aggregate, detail, searcher_figures
 from apibank.judge.categories import ABORT_EMPTY_HYPOTHESIS, HYPOTHESIS_TOO_LONG, MAX_PREDICTION_CHARS, ROUGE_RECURSION
@@ -146,7 +146,8 @@ def response_scores(prediction: str, reference: Mapping[str, Any]) -> tuple[floa
         # Bounds the pure-Python LCS work of a response row (worst case measured in
         # benchmarks/bench_hostile.py); documented in the metric card.
         return 0.0, 0.0, HYPOTHESIS_TOO_LONG
-    if reference["level"] == 3:
+    level = level_spec(reference["level"])
+    if level.response_labels_stripped:
         hypothesis = prediction.replace("User:", "").replace("AI:", "").strip()
     else:
         hypothesis = prediction
@@ -157,16 +158,17 @@ def response_scores(prediction: str, reference: Mapping[str, Any]) -> tuple[floa
         value = rouge_l(hypothesis, gold)
     except EmptyText:
         return 0.0, 0.0, ABORT_EMPTY_HYPOTHESIS
-    if reference["level"] != 3:
+    if level.rouge_rounded:
         value = round(value, 4)
     return value, rouge_score_l(hypothesis, gold), flag
 
 
 # ------------------------------------------------------------------------------------ judging
 def _group_key(reference: Mapping[str, Any]) -> tuple[Any, ...]:
-    """Samples that the original judges against one in-memory gold record."""
-    if reference["level"] == 3:
-        return (3, reference["file"], reference["sample_id"], reference["turn"])
+    """Samples that the original judges against one in-memory gold record: those of one dialogue's
+    turn (a file of recorded dialogues is one dialogue; in a requirements file, a sample id is)."""
+    if level_spec(reference["level"]).from_requirements:
+        return (reference["level"], reference["file"], reference["sample_id"], reference["turn"])
     return (reference["level"], reference["file"], reference["turn"])
 
 

@@ -37,7 +37,7 @@ from apibank.files import (
 from apibank.generate.backends import Backend, make_backend
 from apibank.generate.predictions import read_predictions, write_predictions
 from apibank.generate.runner import generate_predictions, sized_settings
-from apibank.benchmark import DEFAULT_PROTOCOL, PROTOCOLS
+from apibank.benchmark import DEFAULT_PROTOCOL, MODEL_FORMAT, PROTOCOLS
 from apibank.pipeline.results import build_results, parse_price, recorded, usage_totals
 from apibank.pipeline.rows import level_of, limit_rows, load_rows
 
@@ -110,7 +110,7 @@ def evaluate(
     model: str,
     *,
     levels: Iterable[str | int] | None = None,
-    fmt: str = "chat",
+    fmt: str = MODEL_FORMAT,
     backend: str | Backend = "transformers",
     backend_choice: str | None = None,
     limit: int | None = None,

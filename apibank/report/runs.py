@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from apibank.benchmark import LEVEL_SPECS
 from apibank.files import read_json_lines
 from apibank.report.intervals import dialogue_of
 
@@ -117,7 +118,7 @@ def _classic_samples(run: Run, details: list[Mapping[str, Any]]) -> None:
         if kind == "api":
             sample = Sample(float(bool(entry.get("verdict"))), cluster, entry.get("category"), entry.get("name"))
             run.samples.setdefault((protocol, level, "api"), {})[sample_id] = sample
-            if level == "level-3":
+            if level in LEVEL_SPECS and LEVEL_SPECS[level].dialogue_accuracy:
                 per_dialogue = dialogues.setdefault((protocol, level), {})
                 before = per_dialogue.get(cluster)
                 if before is None or (before.value and not sample.value):

@@ -33,7 +33,6 @@ from typing import Any, Iterable
 
 from apibank.errors import UserError
 
-TRAIN_FORMATS = ("chat", "paper")
 # The training-row format each fine-tuning format reads, and the test format it is judged in.
 ROW_FORMAT = {"chat": "chat", "paper": "prompt-completion"}
 EVALUATION_FORMAT = {"chat": "tools", "paper": "paper"}

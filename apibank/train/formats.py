@@ -29,17 +29,11 @@ from typing import Any, Iterable, Iterator, Mapping
 from apibank.benchmark import SEARCHER
 from apibank.data.configs import TEST_CONFIGS, TRAINING_CONFIG
 from apibank.data.dialogues import Source
+from apibank.data.rendering import turn_quoting
 from apibank.data.rows import iter_rows
 from apibank.generate.conversation import build_conversation, paper_text
-from apibank.train.upstream_text import (
-    Unconvertible,
-    declared_parameters,
-    described_tools,
-    parse_flattened,
-    request_text,
-    response_text,
-    turn_quoting,
-)
+from apibank.notation import render_request
+from apibank.train.upstream_text import Unconvertible, declared_parameters, described_tools, parse_flattened, response_text
 
 TRAINER_FORMATS = ("chat", "prompt-completion")
 # Exported config name -> the format its rows hold.
@@ -103,7 +97,7 @@ def _check_back(row: Mapping[str, Any], messages: list[dict[str, Any]]) -> None:
     answer = messages[-1]
     if row["kind"] == "api":
         function = answer["tool_calls"][0]["function"]
-        text = request_text(function["name"], function["arguments"], turn_quoting(row["target"]))
+        text = render_request(function["name"], function["arguments"], turn_quoting(row["target"]))
         if text != row["expected_output"]:
             raise Unconvertible("answer does not convert back", f"{text[:100]!r} != {row['expected_output'][:100]!r}")
     elif answer["content"] != response_text(row["expected_output"]):

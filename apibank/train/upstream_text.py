@@ -9,8 +9,10 @@ Level-3 inputs open with a description line of their own (ToolSearcher, ``apiCod
 :func:`parse_flattened` turns such a sample into the row shape of the test configs (``history``,
 ``tools``, ``target``), so that one converter serves training and test rows. Parsing is checked by
 rendering back: the dialogue, every request and the trailer must reproduce the input byte for byte,
-and the expected request must reproduce the output. A sample that fails raises
-:class:`Unconvertible` with a short cause (for counting) and a detail (for the listing).
+and the expected request must reproduce the output. Requests and results are read by the call
+notation's reader of upstream's own text (:func:`apibank.notation.parse_request`), dialogues written
+back by the one dialogue renderer (:func:`apibank.data.rendering.render_dialogue`). A sample that
+fails raises :class:`Unconvertible` with a short cause (for counting) and a detail (for the listing).
 """
 
 from __future__ import annotations
@@ -20,67 +22,35 @@ import json
 import re
 from typing import Any, Iterator, Mapping
 
+from apibank.benchmark import level_spec
 # turn_record and json_text make a dialogue turn exactly as the test rows hold it (arguments and result as
 # JSON text); parsed training turns must be the same shape.
-from apibank.data.rendering import API_PROMPT_END, json_text, turn_record
-from apibank.generate.conversation import display
+from apibank.data.rendering import QUOTING, instruction_lines, json_text, render_dialogue, turn_record
+from apibank.notation import MAX_RESULT_CHARS, REQUEST_PREFIX, ParseError, parse_request, shown_value, split_result_line
 
-REQUEST_PREFIX = "API-Request: "
-RESULT_ARROW = "->"
 TRAILERS = {"Generate API Request:": "api", "Generate AI Response:": "response"}
 # What follows the trailer's colon: levels 1/2 end with a newline, level-3 test files with a space
 # and a newline, the level-3 training files with a space only.
 TRAILER_ENDINGS = ("\n", " \n", " ", "")
 ROLE_PREFIXES = {"User: ": "User", "AI: ": "AI"}
 RESPONSE_PREFIX = "AI: "
-# The extra key of a parsed API turn recording how each value was quoted (JSON text), so that the
-# request converts back to its original text.
-QUOTING = "quoting"
-# Longest result text handed to the literal parser; longer ones stay text (nested literals this
-# size would only be an attack on the parser, upstream results are far shorter).
-MAX_LITERAL_CHARS = 100_000
-_REQUEST = re.compile(r"API-Request: \[(\w+)\((.*)\)\]", re.DOTALL)
-_KEY = re.compile(r"(\w+)=")
-_NEXT_KEY = re.compile(r", (\w+)=")
-_SEVERAL_CALLS = re.compile(r"\)\], \[?\w+\(|\), \w+\(")
 # A description written as text that no literal reader takes: its name and parameter keys.
 _DESCRIBED_NAME = re.compile(r"^\{'name': '(\w+)'")
 _INPUT_SECTION = re.compile(r"'input_parameters': (.*?)(?:, 'output_parameters'|$)", re.DOTALL)
 _PARAMETER_KEY = re.compile(r"'(\w+)': \{'type")
 
 
-class Unconvertible(ValueError):
-    """A sample that cannot be converted: ``cause`` is one of a few short labels."""
-
-    def __init__(self, cause: str, detail: str) -> None:
-        super().__init__(f"{cause}: {detail}")
-        self.cause = cause
-        self.detail = detail
+class Unconvertible(ParseError):
+    """A sample that cannot be converted: ``cause`` is one of a few short labels (for counting),
+    ``detail`` where (for the listing)."""
 
 
 # ---------------------------------------------------------------------------------- pieces
-def result_value(text: str) -> Any:
-    """The value a result text displays: a Python literal when it reads back to the same text
-    (``{'a': 1}``, ``33.0``, ``None``), else the text itself (``Success``). Never evaluated."""
-    if len(text) <= MAX_LITERAL_CHARS:
-        try:
-            value = ast.literal_eval(text)
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            return text
-        if display(value) == text:
-            try:
-                json.dumps(value)
-            except (TypeError, ValueError):  # a set, bytes or complex number has no JSON form
-                return text
-            return value
-    return text
-
-
 def lenient_literal(text: str) -> Any:
     """A result text read as a literal where bare names stand for their own text (``'type': str``
     in some upstream descriptions), or None. Used to find tool descriptions, never to show a value;
     nothing is evaluated."""
-    if len(text) > MAX_LITERAL_CHARS:
+    if len(text) > MAX_RESULT_CHARS:
         return None
     try:
         tree = ast.parse(text, mode="eval")
@@ -104,76 +74,12 @@ def lenient_literal(text: str) -> Any:
         return None
 
 
-def request_text(name: str, arguments: Mapping[str, Any], quoting: Mapping[str, str] | None = None) -> str:
-    """A request as upstream writes it. ``quoting`` gives each value's quote (``'``, ``"`` or none);
-    without it every value is single-quoted, as the test files write them. Values go in raw."""
-    def shown(key: str, value: Any) -> str:
-        quote = "'" if quoting is None else quoting.get(key, "'")
-        return f"{key}={quote}{display(value)}{quote}"
-
-    return f"{REQUEST_PREFIX}[{name}({', '.join(shown(key, value) for key, value in arguments.items())})]"
-
-
-def _split_arguments(text: str) -> tuple[dict[str, Any], dict[str, str]]:
-    """(arguments, quoting) of ``key=value`` pairs joined by ``, ``.
-
-    Neither call parser of the judge inverts upstream's writing: the paper parser keeps upstream's
-    regex semantics (a value ends at its first inner quote), the typed one reads Python (raw quotes
-    inside values are not Python). The training files quote text with ``'`` or ``"`` or not at all
-    and write numbers and lists bare. A quoted value here ends at its quote that closes the text or
-    precedes ``, <key>=``; an unquoted one at the next ``, <key>=``: read as a number, list or
-    boolean when it is one, else kept as text. :func:`parse_request` confirms each split by
-    rendering it back.
-    """
-    arguments: dict[str, Any] = {}
-    quoting: dict[str, str] = {}
-    position = 0
-    while position < len(text):
-        key = _KEY.match(text, position)
-        if key is None:
-            raise Unconvertible("unparsable request", text[position:position + 200])
-        start = key.end()
-        quote = text[start:start + 1] if text[start:start + 1] in ("'", '"') else ""
-        if quote:
-            end = start + 1
-            while True:
-                end = text.find(quote, end)
-                if end < 0:
-                    raise Unconvertible("unparsable request", text[start:start + 200])
-                if end == len(text) - 1 or _NEXT_KEY.match(text, end + 1):
-                    break
-                end += 1
-            value: Any = text[start + 1:end]
-            position = end + 1
-        else:
-            following = _NEXT_KEY.search(text, start)
-            end = following.start() if following else len(text)
-            value = result_value(text[start:end])
-            position = end
-        if key.group(1) in arguments:
-            raise Unconvertible("repeated parameter in a request", key.group(1))
-        arguments[key.group(1)], quoting[key.group(1)] = value, quote
-        if position < len(text):
-            position += len(", ")
-    return arguments, quoting
-
-
-def parse_request(text: str) -> tuple[str, dict[str, Any], dict[str, str]]:
-    """(tool name, arguments, quoting) of one ``API-Request: [Name(...)]`` text, checked by
-    rendering it back."""
-    call = _REQUEST.fullmatch(text)
-    if call is None:
-        raise Unconvertible("unparsable request", text[:200])
-    name = call.group(1)
+def request(text: str) -> tuple[str, dict[str, Any], dict[str, str]]:
+    """(tool name, arguments, quoting) of one upstream request, read back exactly; Unconvertible otherwise."""
     try:
-        arguments, quoting = _split_arguments(call.group(2))
-    except Unconvertible:
-        if _SEVERAL_CALLS.search(call.group(2)):
-            raise Unconvertible("several calls in one request", text[:200]) from None
-        raise
-    if request_text(name, arguments, quoting) != text:
-        raise Unconvertible("request does not round-trip", text[:200])
-    return name, arguments, quoting
+        return parse_request(text)
+    except ParseError as error:
+        raise Unconvertible(error.cause, error.detail) from None
 
 
 def _description_name(line: str) -> str:
@@ -188,10 +94,10 @@ def _description_name(line: str) -> str:
 
 
 def instruction_descriptions(instruction: str) -> list[str]:
-    start = instruction.find(API_PROMPT_END)
-    if start < 0:
+    lines = instruction_lines(instruction)
+    if lines is None:
         raise Unconvertible("instruction without API descriptions", instruction[-200:])
-    return [line for line in instruction[start + len(API_PROMPT_END):].split("\n") if line]
+    return lines
 
 
 def split_trailer(text: str) -> tuple[str, str, str]:
@@ -220,35 +126,15 @@ def _dialogue_lines(body: str) -> list[tuple[str, str]]:
 
 
 def _api_turn(text: str, level: int) -> dict[str, str]:
-    end = text.find(")]" + RESULT_ARROW)
-    if end < 0:
+    parts = split_result_line(text)
+    if parts is None:
         raise Unconvertible("unparsable request", text[:200])
-    request, result_text = text[: end + 2], text[end + 2 + len(RESULT_ARROW):]
-    name, arguments, quoting = parse_request(request)
-    shown = result_value(result_text)
-    # Levels 1/2 show a result's output only, level 3 the whole value: stored so that the
-    # conversation builder shows exactly what the prompt showed.
-    stored = shown if level == 3 else {"output": shown}
+    name, arguments, quoting = request(parts[0])
+    shown = shown_value(parts[1])
+    # What the prompt showed of the result is stored as a test row stores the result, so that the
+    # conversation builder and the dialogue renderer show exactly what the prompt showed.
+    stored = shown if level_spec(level).full_results else {"output": shown}
     return {**turn_record("API", api_name=name, arguments=arguments, result=stored), QUOTING: json_text(quoting)}
-
-
-def turn_quoting(turn: Mapping[str, Any]) -> dict[str, str] | None:
-    """How a parsed request quoted its values (None for test rows: every value single-quoted)."""
-    return json.loads(turn[QUOTING]) if turn.get(QUOTING) else None
-
-
-def render_dialogue(history: list[Mapping[str, Any]], level: int) -> str:
-    """The dialogue lines of ``history`` as the flattened inputs write them."""
-    lines = []
-    for turn in history:
-        if turn["role"] == "API":
-            stored = json.loads(turn["result"]) if turn["result"] else None
-            shown = stored if level == 3 else stored["output"]
-            request = request_text(turn["api_name"], json.loads(turn["arguments"]), turn_quoting(turn))
-            lines.append(f"{request}{RESULT_ARROW}{display(shown)}\n")
-        else:
-            lines.append(f"{turn['role']}: {turn['text']}\n")
-    return "".join(lines)
 
 
 # ---------------------------------------------------------------------------------- descriptions
@@ -318,7 +204,7 @@ def parse_flattened(record: Mapping[str, Any], *, row_id: str, level: int, kind:
         raise Unconvertible("dialogue does not round-trip", _first_difference(rendered, record["input"]))
 
     if trailer_kind == "api":
-        name, arguments, quoting = parse_request(output)
+        name, arguments, quoting = request(output)
         target = {**turn_record("API", api_name=name, arguments=arguments), QUOTING: json_text(quoting)}
     else:
         target = turn_record("AI", text=response_text(output))

@@ -23,15 +23,15 @@ from apibank.generate import (
 )
 from apibank.errors import UsageError
 from apibank.generate.backends import Completion, EndpointError
-from apibank.generate.conversation import FORMATS, history_call_text
+from apibank.generate.conversation import FORMATS
 from apibank.generate.predictions import ResumeMismatch, read_predictions
 from apibank.generate.runner import finish
 from apibank.generate.stops import PAPER_STOPS, cut_at_stop, default_stops
 from support.local_endpoint import LocalEndpoint, QuietHandler, send_json
 from support.tiny import build_tiny_model
-from apibank.generate.toolcalls import call_text, calls_from_message, calls_in_text
+from apibank.generate.toolcalls import calls_from_message, calls_in_text
 from apibank.judge.parsing.paper import parse_paper
-from apibank.judge.parsing.typed import parse_typed
+from apibank.notation import call_text, parse_call, render_request
 from apibank.pipeline import load_rows
 
 SETTINGS = DecodingSettings(max_new_tokens=6)
@@ -114,7 +114,7 @@ def test_history_call_text_matches_gold_rendering(all_rows):
     for row in all_rows["level-1"]:
         if row["kind"] == "api":
             target = row["target"]
-            assert history_call_text(target["api_name"], json.loads(target["arguments"])) == row["expected_output"]
+            assert render_request(target["api_name"], json.loads(target["arguments"])) == row["expected_output"]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -171,7 +171,7 @@ def test_call_text_reads_back_with_both_parsers(arguments):
     # The paper parser ends a quoted value at any quote character, so such values cannot survive it.
     readable = {k: str(v) for k, v in arguments.items() if not (isinstance(v, str) and ('"' in v or "'" in v))}
     assert {k: v for k, v in paper.arguments.items() if k in readable} == readable
-    typed = parse_typed(text)
+    typed = parse_call(text)
     assert typed.name == "Foo"
     for key, value in arguments.items():
         assert typed.arguments[key] == (value if isinstance(value, (str, list)) else str(value))

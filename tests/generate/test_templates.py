@@ -17,7 +17,9 @@ import pytest
 from apibank.generate.backends.base import Backend
 from apibank.generate.backends.hf import _HFRendering
 from apibank.generate.backends.model_checks import read_chat_template
-from apibank.generate.conversation import _result_shown, build_conversation, display
+from apibank.data.rendering import result_shown
+from apibank.generate.conversation import build_conversation
+from apibank.notation import display
 from apibank.generate.runner import generate_predictions
 from apibank.generate.templates import ORDER, TemplateAdapter, TemplateRefusal, adapt
 from support.tiny import train_tokenizer
@@ -67,7 +69,7 @@ def _must_show(row, fmt: str) -> list[str]:
             arguments = json.loads(turn["arguments"]) if turn.get("arguments") else {}
             for value in arguments.values():
                 shown.append(display(value) if fmt == "chat" or isinstance(value, str) else json.dumps(value))
-            result = _result_shown(turn, row["level"])
+            result = result_shown(turn, row["level"])
             shown.append(json.dumps(result, ensure_ascii=False) if fmt == "tools" else display(result))
     if fmt == "tools":
         shown += [tool["name"] for tool in row["tools"]]

@@ -13,7 +13,8 @@ from apibank.generate.backends.hf import _HFRendering
 from apibank.generate.conversation import build_conversation
 from apibank.generate.runner import generate_predictions
 from support.tiny import train_tokenizer
-from apibank.generate.toolcalls import MAX_TEXT_CHARS, call_text, calls_from_message, calls_in_text
+from apibank.generate.toolcalls import MAX_TEXT_CHARS, calls_from_message, calls_in_text
+from apibank.notation import MAX_CALL_CHARS, call_text, parse_call
 from apibank.pipeline import load_rows
 
 TOOLS = ["QueryMeeting", "GetToday", "AddAlarm"]
@@ -85,6 +86,23 @@ def test_hostile_nesting_and_sizes_are_bounded():
     assert calls_in_text("] } ) " * 1000 + SYNTAXES["hermes"], TOOLS) == [MEETING]
     assert calls_from_message([{"function": {"name": "QueryMeeting", "arguments": "[" * 5000}}]) == []
     assert calls_from_message("not a list") == [] and calls_from_message(None) == []
+
+
+def test_a_native_call_is_read_to_the_judges_bound():
+    """One size bound for a call, the notation's: a Python-style call the judge could still read is not
+    refused here, and its prediction reads back whole; one past the bound is no call."""
+    for size in (MAX_CALL_CHARS // 2, MAX_CALL_CHARS - 100):
+        text = f"QueryMeeting(user_name='{'x' * size}')"
+        [(name, arguments)] = calls_in_text(text, TOOLS)
+        assert parse_call(call_text(name, arguments)).arguments == {"user_name": "x" * size}
+    assert calls_in_text(f"QueryMeeting(user_name='{'x' * MAX_CALL_CHARS}')", TOOLS) == []
+
+
+def test_python_style_values_follow_the_judges_literal_rule():
+    # a set or a repeated keyword is no literal call for the judge, so no call here either
+    assert calls_in_text("QueryMeeting(user_name={'John'})", TOOLS) == []
+    assert calls_in_text("QueryMeeting(n=1, n=2)", TOOLS) == []
+    assert calls_in_text("QueryMeeting(n=-1, d={'a': (1, 2)})", TOOLS) == [("QueryMeeting", {"n": -1, "d": {"a": [1, 2]}})]
 
 
 def test_pairs_of_hostile_units():

@@ -8,13 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apibank.judge.parsing import ParseError, parse_paper, parse_typed
+from apibank.judge.parsing import parse_paper
 from apibank.judge.parsing.paper import (
     ORIGINAL_CALL_PATTERN,
     ORIGINAL_PARAMETER_PATTERN,
     extract_paper,
     parse_parameters,
 )
+from apibank.notation import ParseError, parse_call
 
 # (model output, expected (name, parameters) or None), as the original's patterns behave.
 PAPER_CASES = [
@@ -159,7 +160,7 @@ TYPED_CASES = [
 
 @pytest.mark.parametrize("text, expected", TYPED_CASES)
 def test_typed_parser(text, expected):
-    parsed = parse_typed(text)
+    parsed = parse_call(text)
     if expected is None:
         assert parsed is None
     else:
@@ -183,4 +184,4 @@ def test_typed_parser(text, expected):
 )
 def test_typed_parser_rejects_non_literals(text):
     with pytest.raises(ParseError):
-        parse_typed(text)
+        parse_call(text)

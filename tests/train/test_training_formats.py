@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from apibank.data.dialogues import mapping_source
+from apibank.data.rendering import render_dialogue
 from apibank.data.rows import iter_rows
-from apibank.generate.conversation import build_conversation, display
+from apibank.generate.conversation import build_conversation
 from apibank.generate.templates import TemplateAdapter
 from support.tiny import train_tokenizer
 from apibank.train.formats import (
@@ -22,7 +23,8 @@ from apibank.train.formats import (
     evaluation_dialogues,
     training_dialogues,
 )
-from apibank.train.upstream_text import Unconvertible, parse_flattened, parse_request, render_dialogue, request_text
+from apibank.notation import ParseError, display, parse_request, render_request, shown_value
+from apibank.train.upstream_text import Unconvertible, parse_flattened
 from support.paths import TEMPLATES_DIR as TEMPLATES
 
 
@@ -101,7 +103,7 @@ def test_training_examples_convert_back_to_the_original_texts(data_dir, training
         if chat["kind"] == "api":
             call = answer["tool_calls"][0]["function"]
             quoting = json.loads(row["target"]["quoting"])
-            assert request_text(call["name"], call["arguments"], quoting) == record["expected_output"]
+            assert render_request(call["name"], call["arguments"], quoting) == record["expected_output"]
             assert set(call["arguments"]) == set(quoting)
         else:
             assert record["expected_output"] in (f"AI: {answer['content']}\n", answer["content"])
@@ -180,7 +182,7 @@ def test_level_1_and_2_training_files_take_the_same_path(data_dir):
 ])
 def test_requests_read_back_exactly(text, arguments, quoting):
     assert parse_request(text) == ("F", arguments, quoting)
-    assert request_text("F", arguments, quoting) == text
+    assert render_request("F", arguments, quoting) == text
 
 
 @pytest.mark.parametrize("text, cause", [
@@ -192,7 +194,7 @@ def test_requests_read_back_exactly(text, arguments, quoting):
     ("API-Request: [F(a='x')] and more", "unparsable request"),
 ])
 def test_malformed_requests_are_refused_with_a_cause(text, cause):
-    with pytest.raises(Unconvertible) as error:
+    with pytest.raises(ParseError) as error:
         parse_request(text)
     assert error.value.cause == cause
 
@@ -322,13 +324,13 @@ def test_exported_chat_rows_render_through_the_strict_templates(exported, tmp_pa
 def test_hostile_sizes_stay_text_or_refused_quickly():
     import time
 
-    from apibank.train.upstream_text import described_tools, result_value
+    from apibank.train.upstream_text import described_tools
 
     start = time.process_time()  # CPU time: the machine's load does not count
     deep = "[" * 50_000 + "]" * 50_000
-    assert result_value(deep) == deep
+    assert shown_value(deep) == deep
     assert list(described_tools(deep)) == []
-    with pytest.raises(Unconvertible):
+    with pytest.raises(ParseError):
         parse_request("API-Request: [F(a='" + "x'" * 100_000 + "x)]")  # never closed
     name, arguments, _ = parse_request("API-Request: [F(a='" + "x, y=" * 50_000 + "')]")
     assert name == "F" and len(arguments["a"]) == 250_000

@@ -7,6 +7,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Sequence
 
+from apibank.benchmark import UNSIZED_MAX_NEW_TOKENS
 from apibank.generate.backends.options import Option
 from apibank.generate.conversation import Conversation
 from apibank.generate.stops import TURN_LABELS, answer_start, first_stop  # noqa: F401 (re-exported)
@@ -21,7 +22,7 @@ class DecodingSettings:
     answer is sampled with its own random generator seeded by ``seed``, so that a row's answer does not
     depend on the rows batched with it."""
 
-    max_new_tokens: int = 256
+    max_new_tokens: int = UNSIZED_MAX_NEW_TOKENS
     stop: tuple[str, ...] = ()
     budgets: tuple[tuple[str, int], ...] = ()
     temperature: float = 0.0

@@ -16,7 +16,7 @@ from __future__ import annotations
 import bisect
 import re
 
-from apibank.judge.parsing.call import ParsedCall
+from apibank.notation import ParsedCall
 
 # The original patterns, kept for reference and for the differential test.
 ORIGINAL_CALL_PATTERN = r"\[(\w+)\((.*)\)\]"
