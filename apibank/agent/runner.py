@@ -31,7 +31,7 @@ from apibank.agent.judge import GoldReference, judge_episode, replay_gold
 from apibank.agent.prompts import system_prompt
 from apibank.agent.trials import mean_over_episodes, pass_at_k, pass_hat_k
 from apibank.data.upstream import upstream_source
-from apibank.files import JsonLinesAppender, read_json_lines
+from apibank.files import JsonLinesAppender
 
 DEFAULT_MAX_STEPS = 40
 DEFAULT_TIME_LIMIT = 300.0
@@ -289,13 +289,6 @@ def _intervals(by_episode: dict[str, list[bool]], rouge: dict[str, list[float]],
 
 
 # ------------------------------------------------------------------------------------------ runs
-def read_trajectories(path: Path) -> list[dict[str, Any]]:
-    """The records of a trajectories file (none when it does not exist yet)."""
-    if not path.exists():
-        return []
-    return read_json_lines(path, what_to_do="remove it to resume")
-
-
 def run_level(
     agent_factory: Callable[[], Agent],
     episodes: EpisodeSet,

@@ -95,7 +95,7 @@ def check_arguments(args: argparse.Namespace) -> tuple[list[str], Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from apibank.agent.files import summary_table
+    from apibank.report.agentic import summary_table
     from apibank.cli.evaluate import push_target
     from apibank.hub.agentic import agentic_leaderboard_note
     from apibank.pipeline.agentic import Interrupted, previous_trajectories, run_agentic

@@ -16,10 +16,11 @@ from typing import Any, Callable, ContextManager, Mapping, Sequence
 
 from apibank.errors import OutputError, UsageError
 from apibank.files import (
-    LEADERBOARD_DIR, REPORT_FILE, RESULTS_FILE, TRAJECTORIES_FILE, atomic_write_text, write_json, write_json_lines,
+    LEADERBOARD_DIR, REPORT_FILE, RESULTS_FILE, TRAJECTORIES_FILE, atomic_write_text, read_trajectories, write_json,
+    write_json_lines,
 )
-from apibank.agent.files import report_markdown
 from apibank.hub.agentic import write_agentic_leaderboard_files
+from apibank.report.agentic import report_markdown
 from apibank.report.html import write_report_html
 
 # ``(total, description, initial)`` -> a progress bar (a context manager with ``update()``)
@@ -37,8 +38,6 @@ def episode_key(record: Mapping[str, Any]) -> tuple[str, str, int]:
 
 def previous_trajectories(output: Path, model: str, *, overwrite: bool) -> list[dict]:
     """The trajectories a resumed run keeps (none with ``overwrite``)."""
-    from apibank.agent.runner import read_trajectories
-
     trajectories = output / TRAJECTORIES_FILE
     if overwrite or not trajectories.exists():
         return []

@@ -10,7 +10,8 @@ from apibank.agent.agents import NoCallAgent, OracleAgent
 from apibank.agent.environment import EpisodeEnvironment, searched_names
 from apibank.data.episodes import load_episodes
 from support.mutations import MUTATIONS, mutation_report
-from apibank.agent.runner import default_gold_cache, read_trajectories, run_episode, run_level, summarise
+from apibank.agent.runner import default_gold_cache, run_episode, run_level, summarise
+from apibank.files import read_trajectories
 from apibank.agent.trials import pass_at_k, pass_hat_k
 from apibank.cli.main import main
 
