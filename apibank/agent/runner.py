@@ -264,7 +264,7 @@ def summarise(episodes: EpisodeSet, records: Iterable[dict[str, Any]], trials: i
 
 def _no_interval(by_episode: dict[str, list[bool]]) -> dict[str, str]:
     """``{"ci95_reason": ...}`` where the episodes give no interval (one episode), else nothing."""
-    from apibank.report.intervals import no_interval_reason
+    from apibank.judge.intervals import no_interval_reason
 
     reason = no_interval_reason(len(by_episode), "episode") if by_episode else None
     return {"ci95_reason": reason} if reason else {}
@@ -272,7 +272,7 @@ def _no_interval(by_episode: dict[str, list[bool]]) -> dict[str, str]:
 
 def _intervals(by_episode: dict[str, list[bool]], rouge: dict[str, list[float]], trials: int, level: str) -> dict:
     """95% intervals over episodes (resampled whole, with all their trials) for success, pass^k, pass@k, ROUGE-L."""
-    from apibank.report.intervals import episode_intervals
+    from apibank.judge.intervals import episode_intervals
 
     per_episode: dict[str, dict[str, float | None]] = {}
     for episode, outcomes in by_episode.items():
