@@ -123,7 +123,7 @@ def test_every_import_goes_down_a_floor(graph):
 
 def test_the_floor_check_sees_each_kind_of_import(tmp_path):
     """An upward import, one on the same floor, a lazy one and a type-only one all count."""
-    assert _floor_of("apibank.agent.runner") == (4, "apibank.agent")
+    assert _floor_of("apibank.agent.episode_runner") == (4, "apibank.agent")
     assert _floor_of("apibank") == (len(FLOORS) - 2, "apibank")
     assert _floor_of("apibank_cli") == (len(FLOORS) - 1, "apibank_cli")
     assert _floor_of("apibank.benchmark")[0] < _floor_of("apibank.data")[0]

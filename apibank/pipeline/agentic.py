@@ -1,7 +1,7 @@
 """Agentic runs, from a model to judged episodes, files and a report: ``apibank agent``.
 
 Output folder layout: ``trajectories.jsonl`` (written as the episodes end, by
-:func:`apibank.agent.runner.run_level`, and rewritten at the end in the order of a one-at-a-time run),
+:func:`apibank.agent.episode_runner.run_level`, and rewritten at the end in the order of a one-at-a-time run),
 ``results.json``, ``report.md``, ``report.html`` and ``leaderboard/`` (``dataset/eval.yaml``; with a
 ``dataset_id`` and every episode of each level run, ``model/.eval_results/api-bank-agentic-<setting>.yaml``:
 :mod:`apibank.hub.agentic`)."""
@@ -99,7 +99,7 @@ def run_agentic(
     (:func:`previous_trajectories`). Ctrl-C while the episodes run raises :class:`Interrupted`."""
     from contextlib import nullcontext
 
-    from apibank.agent.runner import DEFAULT_MAX_STEPS, DEFAULT_TIME_LIMIT, Limits, default_gold_cache, run_level, summarise
+    from apibank.agent.episode_runner import DEFAULT_MAX_STEPS, DEFAULT_TIME_LIMIT, Limits, default_gold_cache, run_level, summarise
     from apibank.data.episodes import load_episodes
     from apibank.pipeline.results import library_versions, package_version, usage_totals
 

@@ -26,7 +26,7 @@ REPORT_HTML_FILE = "report.html"
 COMPARE_HTML_FILE = "compare.html"
 
 try:  # the paper's error type of each wrong verdict, where this version of the package maps them
-    from apibank.report.errors import paper_type as _paper_type
+    from apibank.report.error_types import paper_type as _paper_type
 except ImportError:  # pragma: no cover - older layouts carry only the judge's categories
     _paper_type = None
 

@@ -27,7 +27,7 @@ from apibank_tools.environment import PristineData, pristine_data
 from apibank.agent.agents import Agent, Step
 from apibank.agent.environment import EpisodeEnvironment
 from apibank.data.episodes import Episode, EpisodeSet
-from apibank.agent.judge import GoldReference, judge_episode, replay_gold
+from apibank.agent.episode_judge import GoldReference, judge_episode, replay_gold
 from apibank.agent.prompts import system_prompt
 from apibank.agent.trials import mean_over_episodes, pass_at_k, pass_hat_k
 from apibank.data.upstream import upstream_source
