@@ -170,6 +170,13 @@ def read_json_lines(path: str | os.PathLike[str], *, what_to_do: str = "") -> li
     return records
 
 
+def read_trajectories(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The records of a trajectories file (:data:`TRAJECTORIES_FILE`; none when it does not exist yet)."""
+    if not Path(path).exists():
+        return []
+    return read_json_lines(path, what_to_do="remove it to resume")
+
+
 def _scalar(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return repr(value)  # 'inf', '-inf', 'nan': strict JSON has no such numbers

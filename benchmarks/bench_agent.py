@@ -30,7 +30,7 @@ from apibank_tools import Session
 
 from apibank.agent.agents import OracleAgent
 from apibank.agent.model_agent import ModelAgent, ModelDriver
-from apibank.agent.runner import GoldCache, Limits, default_gold_cache, run_episode, run_level
+from apibank.agent.episode_runner import GoldCache, Limits, default_gold_cache, run_episode, run_level
 from apibank.benchmark import AGENT_TOOL_FORMATS, DEFAULT_AGENT_TOOL_FORMAT, LEVELS, SETTINGS
 from apibank.data.episodes import load_episodes
 from apibank.generate.backends import make_backend

@@ -20,13 +20,13 @@ from typing import Sequence
 import numpy as np
 
 from apibank.benchmark import LEVELS
-from apibank.report.intervals import Grouped, percentile_interval, replicates, resample_weights
+from apibank.judge.intervals import Grouped, percentile_interval, replicates, resample_weights
 
 
 def dialogue_sizes(level: str, data_dir: str | None) -> list[int]:
     """API-call rows per dialogue of ``level`` in the real test data."""
     from apibank.data.rows import iter_rows
-    from apibank.report.intervals import dialogue_of
+    from apibank.judge.intervals import dialogue_of
 
     counts = Counter(dialogue_of(row["id"]) for row in iter_rows(level, data_dir) if row["kind"] == "api")
     return [counts[name] for name in sorted(counts)]

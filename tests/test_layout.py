@@ -1,7 +1,7 @@
 """The layout: ``apibank_tools`` is the tool environment alone, ``apibank`` the benchmark on top of it.
 
-Every import statement counts, also those inside functions and ``if TYPE_CHECKING:`` blocks, so a
-cycle cannot hide behind a lazy import.
+Every import statement counts, also those inside functions and ``if TYPE_CHECKING:`` blocks, so neither
+an upward import nor a cycle can hide behind a lazy import. The rooms' floors are written once, in ``FLOORS``.
 """
 
 from __future__ import annotations
@@ -36,10 +36,6 @@ def _modules() -> dict[str, Path]:
     return found
 
 
-def _in_room(name: str, room: str) -> bool:
-    return name == room or name.startswith(room + ".")
-
-
 def _imports(name: str, path: Path, known: set[str]) -> set[str]:
     """Modules of both packages that ``name`` imports (resolving relative imports)."""
     is_package = path.name == "__init__.py"
@@ -71,35 +67,81 @@ def graph() -> dict[str, set[str]]:
     return {name: _imports(name, path, set(modules)) for name, path in modules.items()}
 
 
-def test_the_tool_environment_never_imports_the_benchmark(graph):
-    upward = {
-        (name, target)
-        for name, targets in graph.items()
-        if name.startswith("apibank_tools")
-        for target in targets
-        if target == "apibank" or target.startswith("apibank.")
-    }
-    assert not upward
+# The floors, lowest first. A module may import its own room and any room on a lower floor; an import
+# of a room on its own floor or a higher one fails. A room is a module prefix: the longest one that
+# matches names a module's room.
+FLOORS: tuple[tuple[str, ...], ...] = (
+    # the executable tool environment: knows nothing of the benchmark built on it
+    ("apibank_tools",),
+    # facts (levels, protocols, formats), the call notation, typed user errors, atomic files and the
+    # output folder's file names: what every room reads, importing none of them
+    ("apibank.benchmark", "apibank.notation", "apibank.errors", "apibank.files"),
+    # upstream data: dialogues, rows, episodes, rendered prompts
+    ("apibank.data",),
+    # judging calls against gold (and the intervals around a score) and the model layer: neither
+    # needs the other, so the metric ships without a model and generation without a judge
+    ("apibank.judge", "apibank.generate"),
+    # agentic episodes (the model layer drives the tools, the judge's ROUGE-L and intervals grade
+    # them) and training rows (the model layer's conversations)
+    ("apibank.agent", "apibank.train"),
+    # reports read run folders (classic and agentic) and the model layer's predictions files
+    ("apibank.report",),
+    # the Hub: result files use the report's table, the dataset repository the training export;
+    # it knows output folders only by apibank.files' names, never through the pipeline
+    ("apibank.hub",),
+    # whole runs: the pipeline (classic and agentic: generation or episodes, scores, every output
+    # file, publishing) and inspect-ai's tasks, two ways into the same floors below
+    ("apibank.pipeline", "apibank.evals"),
+    # the command line: parses, checks before any work, prints
+    ("apibank.cli",),
+    # the public API (the package itself: score, iter_rows): for users, so no room imports it
+    ("apibank",),
+    # the thin top-level faces over the package (apibank_metric serves the public API's score)
+    FACES,
+)
 
 
-def test_data_never_imports_judge_and_judge_never_imports_agent(graph):
-    forbidden = {"apibank.data": "apibank.judge", "apibank.judge": "apibank.agent"}
-    upward = sorted(
-        (name, target)
-        for name, targets in graph.items()
-        for room, other in forbidden.items()
-        if name == room or name.startswith(room + ".")
-        for target in targets
-        if target == other or target.startswith(other + ".")
+def _floor_of(module: str) -> tuple[int, str]:
+    """``(floor, room)`` of a module: the longest room prefix that names it."""
+    rooms = [(len(room), floor, room) for floor, rooms in enumerate(FLOORS) for room in rooms
+             if module == room or (room != "apibank" and module.startswith(room + "."))]
+    assert rooms, f"{module} is on no floor: add its room to FLOORS in tests/test_layout.py"
+    _, floor, room = max(rooms)
+    return floor, room
+
+
+def test_every_import_goes_down_a_floor(graph):
+    upward = []
+    for name, targets in sorted(graph.items()):
+        floor, room = _floor_of(name)
+        for target in sorted(targets):
+            target_floor, target_room = _floor_of(target)
+            if target_room != room and target_floor >= floor:
+                upward.append(f"{name} (floor {floor}) imports {target} (floor {target_floor})")
+    assert not upward, "imports that do not go down a floor:\n" + "\n".join(upward)
+
+
+def test_the_floor_check_sees_each_kind_of_import(tmp_path):
+    """An upward import, one on the same floor, a lazy one and a type-only one all count."""
+    assert _floor_of("apibank.agent.episode_runner") == (4, "apibank.agent")
+    assert _floor_of("apibank") == (len(FLOORS) - 2, "apibank")
+    assert _floor_of("apibank_cli") == (len(FLOORS) - 1, "apibank_cli")
+    assert _floor_of("apibank.benchmark")[0] < _floor_of("apibank.data")[0]
+    code = (
+        "from typing import TYPE_CHECKING\n"
+        "from apibank.data.rows import load\n"
+        "if TYPE_CHECKING:\n    from apibank.report.html import page\n"
+        "def f():\n    from ..generate import runner\n"
     )
-    assert not upward
-
-
-def test_the_hub_never_imports_the_pipeline(graph):
-    # the pipeline publishes through the hub; the hub knows output folders only by apibank.files' names
-    upward = {(name, target) for name, targets in graph.items() if _in_room(name, "apibank.hub")
-              for target in targets if _in_room(target, "apibank.pipeline")}
-    assert not upward
+    modules = {"apibank.judge.sample", "apibank.data.rows", "apibank.report.html", "apibank.generate",
+               "apibank.generate.runner", "apibank.judge"}
+    path = tmp_path / "sample.py"
+    path.write_text(code, "utf-8")
+    found = _imports("apibank.judge.sample", path, modules)
+    assert found == {"apibank.data.rows", "apibank.report.html", "apibank.generate", "apibank.generate.runner"}
+    floor = _floor_of("apibank.judge.sample")[0]
+    assert [t for t in sorted(found) if _floor_of(t)[0] >= floor and _floor_of(t)[1] != "apibank.judge"] == [
+        "apibank.generate", "apibank.generate.runner", "apibank.report.html"]
 
 
 def test_no_package_module_imports_the_faces(graph):

@@ -26,7 +26,7 @@ from apibank_tools.text import space_before_capitals
 
 from apibank.benchmark import SEARCHER
 from apibank.data.episodes import Episode, GoldCall
-from apibank.agent.judge import random_substitutions, substitute
+from apibank.agent.episode_judge import random_substitutions, substitute
 
 
 @dataclass

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +16,8 @@ from apibank.cli.evaluate import hub_id, saved_lines
 from apibank.cli.flags import (
     add_levels, add_output, add_overwrite, add_quiet, checked_levels, progress_bar, show_progress,
 )
-from apibank.errors import OutputError, UsageError
-from apibank.files import TRAJECTORIES_FILE, write_json_lines
+from apibank.errors import UsageError
+from apibank.files import TRAJECTORIES_FILE
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -97,13 +95,10 @@ def check_arguments(args: argparse.Namespace) -> tuple[list[str], Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from apibank.agent.files import summary_table
-    from apibank.agent.runner import DEFAULT_MAX_STEPS, DEFAULT_TIME_LIMIT, Limits, default_gold_cache, run_level, summarise
+    from apibank.report.agentic import summary_table
     from apibank.cli.evaluate import push_target
-    from apibank.data.episodes import load_episodes
     from apibank.hub.agentic import agentic_leaderboard_note
-    from apibank.pipeline.agentic import write_agentic_outputs
-    from apibank.pipeline.results import library_versions, package_version, usage_totals
+    from apibank.pipeline.agentic import Interrupted, previous_trajectories, run_agentic
 
     levels, price = check_arguments(args)
     repo = push_target(args)
@@ -113,90 +108,41 @@ def run(args: argparse.Namespace) -> int:
         print(f"apibank agent: warning: --limit {args.limit} runs a subset of the benchmark: no result file is "
               "written or pushed under the official task ids", file=sys.stderr)
     output = Path(args.output) if args.output else None
-    previous = _previous_trajectories(output, args) if output is not None else []
-    done = {_key(record): record for record in previous}
+    previous = previous_trajectories(output, args.model, overwrite=args.overwrite) if output is not None else []
     if previous:
         print(f"apibank agent: resuming: {len(previous)} episodes in {output / TRAJECTORIES_FILE} are kept",
               file=sys.stderr)
-    sets = [load_episodes(level, args.data_dir) for level in levels]
-    gold = default_gold_cache(args.data_dir)
-    agent_factory, driver = _agent(args)
-    limits = Limits(max_steps=args.max_steps or DEFAULT_MAX_STEPS, time_limit=args.time_limit or DEFAULT_TIME_LIMIT)
-    trajectories = output / TRAJECTORIES_FILE if output is not None else None
+    shown = show_progress(args)
     try:
-        if output is not None:
-            output.mkdir(parents=True, exist_ok=True)
-            if args.overwrite and trajectories.exists():
-                trajectories.unlink()
-        summaries, records = {}, []
-        started = time.perf_counter()
-        for episodes in sets:
-            if args.limit:
-                episodes.episodes = episodes.episodes[: args.limit]
-            keys = [(e.id, args.setting, trial) for trial in range(args.trials) for e in episodes.episodes]
-            with progress_bar(len(keys), f"agent {episodes.level}", enabled=show_progress(args), unit="episode",
-                              initial=sum(key in done for key in keys)) as bar:
-                level_records = run_level(agent_factory, episodes, args.setting, gold, trials=args.trials,
-                                          limits=limits, trajectories=trajectories, done=done,
-                                          progress=lambda line: bar.update(), batch_size=args.batch_size)
-            summaries[episodes.level] = summarise(episodes, level_records, args.trials)
-            records += level_records
-        wall = time.perf_counter() - started
-        model_info = driver.info() if driver is not None else {"id": args.model, "backend": "scripted"}
-        if args.backend_choice:
-            model_info["backend_choice"] = args.backend_choice
-        template = driver.backend.template_info() if driver is not None and hasattr(driver.backend, "template_info") else None
-    except KeyboardInterrupt:
-        if trajectories is None:
+        results = run_agentic(
+            args.model, levels, setting=args.setting, backend=args.backend, backend_options=args.backend_options,
+            backend_choice=args.backend_choice, tool_format=args.tool_format, max_new_tokens=args.max_new_tokens,
+            data_dir=args.data_dir, output=output, previous=previous, overwrite=args.overwrite, trials=args.trials,
+            limit=args.limit, max_steps=args.max_steps, time_limit=args.time_limit, batch_size=args.batch_size,
+            price=price, dataset_id=args.dataset_id,
+            progress_bar=lambda total, desc, initial: progress_bar(total, desc, enabled=shown, unit="episode",
+                                                                   initial=initial),
+        )
+    except Interrupted:
+        if output is None:
             print("\napibank agent: interrupted; nothing is saved without --output", file=sys.stderr)
             return 130
+        trajectories = output / TRAJECTORIES_FILE
         saved = saved_lines(trajectories)
         earlier = f", {len(previous)} of them from earlier runs" if previous else ""
         print(f"\napibank agent: interrupted; {saved} episodes are saved in {trajectories} ({saved - len(previous)} "
               f"by this run{earlier}); only the episodes running are lost. Run the same command again to resume "
               "where it stopped.", file=sys.stderr)
         return 130
-    finally:
-        if driver is not None:
-            driver.close()
-    if trajectories is not None:  # written as the episodes ended: now in the order of a one-at-a-time run
-        ran = {_key(record) for record in records}
-        write_json_lines(trajectories, [*(r for r in previous if _key(r) not in ran), *records])
-    this_run = [r for r in records if _key(r) not in done]
-
-    def model_usage(among: list[dict]) -> list[dict]:
-        return [{"prompt_tokens": r["usage"].get("prompt_tokens"), "generated_tokens": r["usage"].get("completion_tokens"),
-                 "seconds": r.get("model_seconds")} for r in among]
-
-    usage = usage_totals(model_usage(this_run), earlier=model_usage([r for r in records if _key(r) in done]),
-                         price_per_mtok=price, wall_seconds=wall)
-    usage["episodes_per_second"] = round(len(this_run) / wall, 4) if this_run and wall > 0 else None
-    results = {
-        "model": model_info,
-        "setting": args.setting,
-        "trials": args.trials,
-        "limit": args.limit,
-        "limits": {"max_steps": limits.max_steps, "time_limit": limits.time_limit, "call_timeout": limits.call_timeout},
-        "batch_size": args.batch_size,
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "apibank_version": package_version(),
-        "levels": summaries,
-        "usage": usage,
-        "versions": library_versions(),
-    }
-    if driver is not None:
-        results["decoding"] = driver.settings.as_dict()
-    if template is not None:  # the chat template used and each adaptation it needed
-        results["chat_template"] = template
     if output is not None:
-        write_agentic_outputs(results, output, dataset_id=args.dataset_id)
         note = agentic_leaderboard_note(results, args.dataset_id)
         if note:
             print(f"note: {note}", file=sys.stderr)
+    summaries = results["levels"]
     if args.json:
         print(json.dumps(summaries, default=str))
     else:
-        print(f"API-Bank agentic: model={model_info['id']} setting={args.setting} trials={args.trials}")
+        print(f"API-Bank agentic: model={results['model']['id']} setting={args.setting} trials={args.trials}")
         print(summary_table(summaries))
     if repo:
         from apibank.hub.agentic import publish_agentic
@@ -207,45 +153,3 @@ def run(args: argparse.Namespace) -> int:
         for where, url in published["pull_requests"].items():
             print(f"pull request ({where}): {url}", file=sys.stderr)
     return 0
-
-
-def _key(record: dict) -> tuple[str, str, int]:
-    """What identifies an episode's run: the episode, the setting and the trial."""
-    return record["episode"], record["setting"], record["trial"]
-
-
-def _previous_trajectories(output: Path, args: argparse.Namespace) -> list[dict]:
-    """The trajectories a resumed run keeps (none with --overwrite)."""
-    from apibank.agent.runner import read_trajectories
-
-    trajectories = output / TRAJECTORIES_FILE
-    if args.overwrite or not trajectories.exists():
-        return []
-    try:
-        records = read_trajectories(trajectories)
-    except ValueError as error:
-        raise OutputError(f"{error}, or give --overwrite to discard the file") from None
-    for record in records:
-        if record.get("agent") != args.model:
-            raise OutputError(f"{trajectories} holds trajectories of {record.get('agent')!r}, not {args.model!r}; "
-                              "use another --output, or --overwrite to discard them")
-    return records
-
-
-def _agent(args: argparse.Namespace):
-    """``(agent factory, model driver or None)``: a scripted agent class, or handles on one loaded model."""
-    from apibank.agent.agents import SCRIPTED_AGENTS
-
-    if args.model in SCRIPTED_AGENTS:
-        return SCRIPTED_AGENTS[args.model], None
-    from apibank.agent.model_agent import AgentSetupError, ModelAgent, ModelDriver
-    from apibank.generate.backends import make_backend
-
-    backend = make_backend(args.model, args.backend, **args.backend_options)
-    try:
-        driver = ModelDriver(backend, tool_format=args.tool_format, max_new_tokens=args.max_new_tokens,
-                             label=args.model)
-    except AgentSetupError as error:
-        backend.close()
-        raise UsageError(str(error)) from None
-    return (lambda: ModelAgent(driver)), driver

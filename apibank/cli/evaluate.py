@@ -178,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
     print(json.dumps(results, indent=2, default=str) if args.json else results_table(results))
     said = sys.stderr if args.json else sys.stdout  # --json: stdout holds the JSON alone
     if args.errors:
-        from apibank.report.errors import results_error_table
+        from apibank.report.error_types import results_error_table
 
         print("\n" + results_error_table(results), file=said)
     print(f"\nwritten to {output}/ (results.json, predictions.jsonl, details.jsonl, report.md, report.html, leaderboard/)",

@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     )
     print(json.dumps(results, indent=2, default=str) if args.json else results_table(results))
     if args.errors:
-        from apibank.report.errors import results_error_table
+        from apibank.report.error_types import results_error_table
 
         print("\n" + results_error_table(results))
     note = leaderboard_note(results, args.dataset_id)

@@ -7,7 +7,7 @@ messages, model providers (any inspect-ai model; ``mockllm`` offline), epochs wi
 (pass^k) and ``pass_at`` (pass@k) reducers, sample time and message limits, logs and retries.
 
 What is ours: the episodes, the per-episode environment (registry JSON schemas, execution in the
-episode's ``Session``, discovery), and the judge of what was achieved (:mod:`apibank.agent.judge`),
+episode's ``Session``, discovery), and the judge of what was achieved (:mod:`apibank.agent.episode_judge`),
 shared with ``apibank agent``.
 
     inspect eval apibank/evals/agentic.py@apibank_agentic -T level=level-3 -T setting=all-tools \\
@@ -31,9 +31,9 @@ from apibank.agent.environment import EpisodeEnvironment
 from apibank.evals.spec import AGENTIC_SCORER_NAME, AGENTIC_SOLVER_NAME, registration_name
 from apibank.benchmark import DATA_DIR_ENV, DEFAULT_SETTING, LEVELS, SETTINGS
 from apibank.data.episodes import Episode, load_episodes
-from apibank.agent.judge import judge_episode
+from apibank.agent.episode_judge import judge_episode
 from apibank.agent.prompts import system_prompt
-from apibank.agent.runner import (
+from apibank.agent.episode_runner import (
     DEFAULT_MAX_STEPS,
     DEFAULT_TIME_LIMIT,
     GoldCache,

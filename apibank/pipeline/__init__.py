@@ -4,7 +4,7 @@ and ``apibank agent``.
 * :mod:`.rows` -- the rows of the levels a run covers, a ``--limit`` subset;
 * :mod:`.results` -- what ``results.json`` records beside the scores (counts, usage, versions, prices);
 * :mod:`.classic` -- ``evaluate`` and ``score_file``: generation, scoring and every output file;
-* :mod:`.agentic` -- the output files of an agentic run.
+* :mod:`.agentic` -- ``run_agentic``: an agentic run (episodes, resume, summaries, usage) and every output file.
 
 The names below are the ones other rooms and the tests import from ``apibank.pipeline``.
 """

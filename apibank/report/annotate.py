@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from apibank.report.errors import add_error_types
-from apibank.report.intervals import score_intervals
+from apibank.report.error_types import add_error_types
+from apibank.judge.intervals import score_intervals
 
 
 def annotate_scores(scores: Mapping[str, Any], details: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """A copy of ``scores`` where each accuracy and ROUGE-L mean carries ``ci95``, ``n`` and ``clusters``
-    (:mod:`apibank.report.intervals`) and each level block an ``error_types`` table
-    (:mod:`apibank.report.errors`). Existing values are left as they are."""
+    (:mod:`apibank.judge.intervals`) and each level block an ``error_types`` table
+    (:mod:`apibank.report.error_types`). Existing values are left as they are."""
     return add_error_types(score_intervals(scores, details), details)

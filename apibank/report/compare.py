@@ -3,7 +3,7 @@
 For each protocol, level and metric present in both runs, on the samples both scored:
 
 * the difference B - A of the scores;
-* a 95% paired interval for it: the dialogue-cluster bootstrap of :mod:`apibank.report.intervals`
+* a 95% paired interval for it: the dialogue-cluster bootstrap of :mod:`apibank.judge.intervals`
   applied to the per-sample differences (both runs resampled with the same dialogues, so what they
   share cancels);
 * ``p``: an exact two-sided sign test on the per-sample outcomes. For 0/1 verdicts it is the exact
@@ -37,7 +37,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from apibank.report.intervals import bracket, no_interval_reason, percentile_interval, resample_weights
+from apibank.judge.intervals import bracket, no_interval_reason, percentile_interval, resample_weights
 from apibank.report.runs import BINARY_METRICS, RECORDED_IF_KNOWN, Run, Sample
 from apibank.report.table import shown_setting
 

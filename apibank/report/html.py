@@ -20,15 +20,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from apibank.files import atomic_write_text, json_safe
+from apibank.files import RESULTS_FILE, TRAJECTORIES_FILE, atomic_write_text, json_safe, read_trajectories
 
 REPORT_HTML_FILE = "report.html"
 COMPARE_HTML_FILE = "compare.html"
-RESULTS_FILE = "results.json"
-TRAJECTORIES_FILE = "trajectories.jsonl"
 
 try:  # the paper's error type of each wrong verdict, where this version of the package maps them
-    from apibank.report.errors import paper_type as _paper_type
+    from apibank.report.error_types import paper_type as _paper_type
 except ImportError:  # pragma: no cover - older layouts carry only the judge's categories
     _paper_type = None
 
@@ -166,8 +164,6 @@ def _episode_category(record: Mapping[str, Any]) -> list[str]:
 
 def agentic_data(run_dir: Path) -> dict[str, Any]:
     """The viewer's data for an ``apibank agent`` folder."""
-    from apibank.agent.runner import read_trajectories
-
     results = json.loads((run_dir / RESULTS_FILE).read_text(encoding="utf-8"))
     episodes = []
     for record in read_trajectories(run_dir / TRAJECTORIES_FILE):

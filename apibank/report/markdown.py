@@ -9,8 +9,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from apibank.benchmark import LEVELS, PROTOCOLS
 from apibank.files import REPORT_FILE, atomic_path, atomic_write_text
-from apibank.report.errors import markdown_section as error_section
-from apibank.report.intervals import INTERVAL_NOTE
+from apibank.report.error_types import markdown_section as error_section
+from apibank.judge.intervals import INTERVAL_NOTE
 from apibank.report.table import markdown_table, shown_setting
 
 PLOTS = {

@@ -19,7 +19,7 @@ from typing import Any, Mapping
 
 from apibank.benchmark import LEVEL_SPECS
 from apibank.files import read_json_lines
-from apibank.report.intervals import dialogue_of
+from apibank.judge.intervals import dialogue_of
 
 BINARY_METRICS = ("api", "dialogue", "success")
 # Classic settings a run may not know (None: not recorded), unlike e.g. an agentic run's episode limit,

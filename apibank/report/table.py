@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from apibank.benchmark import LEVELS, PROTOCOLS
-from apibank.report.intervals import bracket
+from apibank.judge.intervals import bracket
 
 
 def shown_setting(value: Any) -> str:
@@ -14,7 +14,7 @@ def shown_setting(value: Any) -> str:
 
 
 def _interval(cell: Mapping[str, Any], scale: float, digits: int, intervals: bool) -> str:
-    """`` [low, high]`` from the cell's ``ci95`` (:mod:`apibank.report.intervals`), `` [reason]`` where it
+    """`` [low, high]`` from the cell's ``ci95`` (:mod:`apibank.judge.intervals`), `` [reason]`` where it
     has none (one dialogue); empty when not shown."""
     if not intervals:
         return ""

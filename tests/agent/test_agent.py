@@ -10,7 +10,8 @@ from apibank.agent.agents import NoCallAgent, OracleAgent
 from apibank.agent.environment import EpisodeEnvironment, searched_names
 from apibank.data.episodes import load_episodes
 from support.mutations import MUTATIONS, mutation_report
-from apibank.agent.runner import default_gold_cache, read_trajectories, run_episode, run_level, summarise
+from apibank.agent.episode_runner import default_gold_cache, run_episode, run_level, summarise
+from apibank.files import read_trajectories
 from apibank.agent.trials import pass_at_k, pass_hat_k
 from apibank.cli.main import main
 
@@ -156,7 +157,7 @@ def test_step_limit_stops_an_agent_that_never_answers(episodes, gold):
             from apibank.agent.agents import Step, ToolCall
             return Step(calls=[ToolCall("c", "ToolSearcher", {"keywords": "meeting"})])
 
-    from apibank.agent.runner import Limits
+    from apibank.agent.episode_runner import Limits
     record = run_episode(Looping(), episodes["level-3"].episodes[0], "searcher", gold, limits=Limits(max_steps=5))
     assert record["steps"] == 5 and record["stopped"] == "step_limit"
 
@@ -186,7 +187,7 @@ def test_each_episode_is_saved_when_it_ends(episodes, gold, tmp_path):
 
 
 def test_cli_ctrl_c_says_how_many_episodes_are_saved_and_resumes(data_dir, tmp_path, capsys, monkeypatch):
-    from apibank.agent.runner import EpisodeRun
+    from apibank.agent.episode_runner import EpisodeRun
 
     out = tmp_path / "run"
     argv = ["agent", "--model", "oracle", "--levels", "level-3", "--limit", "8", "--batch-size", "4",

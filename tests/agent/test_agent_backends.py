@@ -14,7 +14,7 @@ from apibank.agent.agents import OracleAgent
 from apibank.agent.model_agent import CallIds, ModelAgent, ModelDriver, step_from_text, text_prompt
 from apibank.agent.environment import EpisodeEnvironment
 from apibank.data.episodes import load_episodes
-from apibank.agent.runner import Limits, default_gold_cache, run_episode, run_level
+from apibank.agent.episode_runner import Limits, default_gold_cache, run_episode, run_level
 from apibank.cli.main import main
 from apibank.generate.backends import make_backend
 

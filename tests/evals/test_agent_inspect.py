@@ -17,7 +17,7 @@ from inspect_ai.model import ModelOutput, get_model  # noqa: E402
 
 from apibank.agent.agents import OracleAgent  # noqa: E402
 from apibank.data.episodes import load_episodes  # noqa: E402
-from apibank.agent.runner import default_gold_cache, run_episode  # noqa: E402
+from apibank.agent.episode_runner import default_gold_cache, run_episode  # noqa: E402
 from apibank.evals.agentic import apibank_agentic  # noqa: E402
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from apibank.cli.main import main
 from apibank.judge.categories import CATEGORY_DESCRIPTIONS
-from apibank.report.errors import MAPPING, TYPES, paper_type
+from apibank.report.error_types import MAPPING, TYPES, paper_type
 
 
 @pytest.fixture(scope="module")

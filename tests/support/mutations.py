@@ -21,7 +21,7 @@ from typing import Any
 from apibank.agent.agents import OracleAgent
 from apibank.benchmark import SEARCHER
 from apibank.data.episodes import Episode, GoldCall
-from apibank.agent.judge import GoldReference, GoldStep
+from apibank.agent.episode_judge import GoldReference, GoldStep
 
 MUTATIONS = ("argument", "drop", "extra-write")
 EXTRA_WRITES = {
@@ -104,7 +104,7 @@ def _why_not_caught(mutation: str, gold: GoldReference, record: dict[str, Any]) 
 
 def mutation_report(episodes, gold_cache, setting: str = "all-tools") -> dict[str, Any]:
     """Per mutation: episodes where it applies, how many the judge catches, and why the others are not."""
-    from apibank.agent.runner import run_level
+    from apibank.agent.episode_runner import run_level
 
     report: dict[str, Any] = {}
     for mutation in MUTATIONS:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from apibank.report.intervals import bracket
+from apibank.judge.intervals import bracket
 
 
 def _pct(value: float | None) -> str:

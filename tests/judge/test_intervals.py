@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from apibank.cli.main import main
-from apibank.report.intervals import dialogue_of, score_intervals
+from apibank.judge.intervals import dialogue_of, score_intervals
 
 ROOT = Path(__file__).resolve().parents[2]
 NEW_KEYS = {"ci95", "n", "clusters", "error_types"}

@@ -95,7 +95,7 @@ def paper_type(category: str | None, tool: str | None) -> str:
     if category in _RETRIEVAL_CATEGORIES and tool == SEARCHER:
         return FAILED_API_RETRIEVAL
     if category not in MAPPING:
-        raise ValueError(f"verdict category {category!r} has no error type; add it to apibank.report.errors.MAPPING")
+        raise ValueError(f"verdict category {category!r} has no error type; add it to apibank.report.error_types.MAPPING")
     return MAPPING[category][0]
 
 

@@ -27,11 +27,11 @@ from apibank_tools.environment import PristineData, pristine_data
 from apibank.agent.agents import Agent, Step
 from apibank.agent.environment import EpisodeEnvironment
 from apibank.data.episodes import Episode, EpisodeSet
-from apibank.agent.judge import GoldReference, judge_episode, replay_gold
+from apibank.agent.episode_judge import GoldReference, judge_episode, replay_gold
 from apibank.agent.prompts import system_prompt
 from apibank.agent.trials import mean_over_episodes, pass_at_k, pass_hat_k
 from apibank.data.upstream import upstream_source
-from apibank.files import JsonLinesAppender, read_json_lines
+from apibank.files import JsonLinesAppender
 
 DEFAULT_MAX_STEPS = 40
 DEFAULT_TIME_LIMIT = 300.0
@@ -264,7 +264,7 @@ def summarise(episodes: EpisodeSet, records: Iterable[dict[str, Any]], trials: i
 
 def _no_interval(by_episode: dict[str, list[bool]]) -> dict[str, str]:
     """``{"ci95_reason": ...}`` where the episodes give no interval (one episode), else nothing."""
-    from apibank.report.intervals import no_interval_reason
+    from apibank.judge.intervals import no_interval_reason
 
     reason = no_interval_reason(len(by_episode), "episode") if by_episode else None
     return {"ci95_reason": reason} if reason else {}
@@ -272,7 +272,7 @@ def _no_interval(by_episode: dict[str, list[bool]]) -> dict[str, str]:
 
 def _intervals(by_episode: dict[str, list[bool]], rouge: dict[str, list[float]], trials: int, level: str) -> dict:
     """95% intervals over episodes (resampled whole, with all their trials) for success, pass^k, pass@k, ROUGE-L."""
-    from apibank.report.intervals import episode_intervals
+    from apibank.judge.intervals import episode_intervals
 
     per_episode: dict[str, dict[str, float | None]] = {}
     for episode, outcomes in by_episode.items():
@@ -289,13 +289,6 @@ def _intervals(by_episode: dict[str, list[bool]], rouge: dict[str, list[float]],
 
 
 # ------------------------------------------------------------------------------------------ runs
-def read_trajectories(path: Path) -> list[dict[str, Any]]:
-    """The records of a trajectories file (none when it does not exist yet)."""
-    if not path.exists():
-        return []
-    return read_json_lines(path, what_to_do="remove it to resume")
-
-
 def run_level(
     agent_factory: Callable[[], Agent],
     episodes: EpisodeSet,

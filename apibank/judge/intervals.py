@@ -21,7 +21,7 @@ Properties that follow from the method:
   vary. The same holds for an overall score when any level has one dialogue (levels are resampled
   apart), for paired comparisons and for agentic figures over one episode;
 * with few dialogues (level 2 and 3 have 50) a percentile bootstrap covers slightly less than its
-  nominal level; ``tests/test_intervals.py`` measures coverage on simulated clustered data of
+  nominal level; ``tests/judge/test_intervals.py`` measures coverage on simulated clustered data of
   this benchmark's shape.
 
 Reproducible: the resampling weights come from numpy's PCG64 generator seeded with :data:`SEED` and
