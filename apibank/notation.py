@@ -24,7 +24,7 @@ import json
 import re
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping
 
 REQUEST_PREFIX = "API-Request: "
 RESULT_ARROW = "->"

@@ -67,7 +67,7 @@ from __future__ import annotations
 import copy
 import os
 import sys
-from collections import Counter, defaultdict
+from collections import defaultdict
 from typing import AbstractSet, Any, Callable, Iterable, Mapping, Sequence
 
 from apibank_tools.base import Record
