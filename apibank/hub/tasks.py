@@ -28,7 +28,7 @@ from typing import Any, Iterator
 
 import yaml
 
-from apibank.benchmark import BENCHMARK_NAME, EPISODE_COUNTS, LEVEL_SPECS, SETTINGS, LevelSpec
+from apibank.benchmark import BENCHMARK_NAME, EPISODE_COUNTS, FULL_COUNTS, LEVEL_SPECS, SETTINGS, LevelSpec
 from apibank.files import atomic_write_text
 
 EVAL_YAML_FILE = "eval.yaml"
