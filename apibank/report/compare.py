@@ -190,6 +190,14 @@ def summary_line(entry: dict[str, Any]) -> str:
             f"mdd {scale * entry['mdd']:.3g}{unit})")
 
 
+def regressions(comparison: dict[str, Any], points: float, alpha: float = ALPHA) -> list[dict[str, Any]]:
+    """The entries where B is worse than A by more than ``points`` (accuracy points; ROUGE-L x 100) and
+    the paired test says so at ``alpha``, worst first: what a pipeline's regression gate fails on."""
+    worse = [entry for entry in comparison["comparisons"]
+             if -100.0 * entry["difference"] > points and entry["p"] < alpha]
+    return sorted(worse, key=lambda entry: entry["difference"])
+
+
 def _shown_interval(entry: dict[str, Any], form: Callable[[float], str]) -> str:
     return bracket(entry["ci95"], entry.get("ci95_reason"), form) or "-"
 

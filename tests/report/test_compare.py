@@ -168,3 +168,32 @@ def test_exact_sign_test_and_p_formatting():
     assert sign_test(0, 779) > 0  # exact, no underflow to zero
     assert smallest_significant_count() == 6
     assert [format_p(p) for p in (1.0, 0.031, 3.2e-15, 0.5)] == ["1.0", "0.031", "3.2e-15", "0.5"]
+
+
+def test_the_regression_gate(runs, tmp_path, data_dir, capsys):
+    """``--fail-if-worse POINTS``: exit 1 naming the metric when B is significantly worse by more than POINTS;
+    0 for a run against itself, and 0 when the loss is within the points allowed."""
+    empty = tmp_path / "empty.jsonl"
+    with empty.open("w") as handle:
+        for line in (runs["oracle"] / "predictions.jsonl").read_text().splitlines():
+            handle.write(json.dumps({**json.loads(line), "prediction": ""}) + "\n")
+    assert main(["score", str(empty), "--data-dir", str(data_dir), "--output", str(tmp_path / "empty")]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(runs["oracle"]), str(runs["oracle"]), "--fail-if-worse", "2",
+                 "--output", str(tmp_path / "self")]) == 0
+    assert main(["compare", str(runs["oracle"]), str(tmp_path / "empty"), "--fail-if-worse", "2",
+                 "--output", str(tmp_path / "gate")]) == 1
+    err = [line for line in capsys.readouterr().err.strip().splitlines() if ": note: " not in line]
+    assert len(err) == 1 and err[0].startswith("apibank compare: worse: ") and "more than 2 points worse with p < 0.05" in err[0]
+    assert re.search(r": (paper|corrected) level-\d (api|response|dialogue): B-A = -", err[0]), err[0]
+    # every fourth API call lost: the gate fails below the worst significant loss and passes above it
+    assert main(["compare", str(runs["oracle"]), str(runs["degraded"]), "--output", str(tmp_path / "plain")]) == 0
+    entries = json.loads((tmp_path / "plain" / "compare.json").read_text())["comparisons"][0]["comparisons"]
+    worst = max(-100 * entry["difference"] for entry in entries if entry["p"] < 0.05)
+    assert main(["compare", str(runs["oracle"]), str(runs["degraded"]), "--fail-if-worse", f"{worst + 0.5:.3f}",
+                 "--output", str(tmp_path / "loose")]) == 0
+    assert main(["compare", str(runs["oracle"]), str(runs["degraded"]), "--fail-if-worse", f"{worst - 0.5:.3f}",
+                 "--output", str(tmp_path / "tight")]) == 1
+    assert main(["compare", str(runs["oracle"]), str(runs["degraded"]), "--fail-if-worse", "2", "--alpha", "1e-300",
+                 "--output", str(tmp_path / "strict")]) == 0  # significant, but not at that level
+    assert main(["compare", str(runs["oracle"]), str(runs["oracle"]), "--fail-if-worse", "-1"]) == 2
