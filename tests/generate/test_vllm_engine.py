@@ -6,6 +6,7 @@ module in an environment of its own holding vLLM's CPU build (see the README's "
 from __future__ import annotations
 
 import json
+import multiprocessing
 
 import pytest
 
@@ -36,6 +37,8 @@ def test_evaluate_runs_vllm_on_a_gguf_file_and_records_the_engine(gemma_gguf, da
     for record in predictions:  # each row asked for its own budget, and no answer ran past it
         assert record["generated_tokens"] <= budgets[f"level-1/{record['kind']}"]
     assert "backend=vllm" in capsys.readouterr().out
+    # the engine's process was stopped when the run ended, not left to the garbage collector
+    assert not [child for child in multiprocessing.active_children() if "EngineCore" in child.name]
 
 
 def test_agent_runs_vllm(gemma_gguf, data_dir, tmp_path, capsys):
@@ -49,6 +52,7 @@ def test_agent_runs_vllm(gemma_gguf, data_dir, tmp_path, capsys):
     trajectories = _lines(output / "trajectories.jsonl")
     assert len(trajectories) == 2 and all(t["agent"] == str(gemma_gguf) for t in trajectories)
     assert json.loads((output / "results.json").read_text())["model"]["backend"] == "vllm"
+    assert not [child for child in multiprocessing.active_children() if "EngineCore" in child.name]
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -186,6 +186,14 @@ class VLLMBackend(_HFRendering, Backend):
             "chat_template_sha256": template_sha256(self.tokenizer),
         }
 
+    def close(self) -> None:
+        """Stops the engine's process now. Left to the garbage collector, vLLM's shutdown runs at whatever point
+        a collection happens, even inside the compiler (CPython 3.11 then raises "AST constructor recursion
+        depth mismatch"), and keeps the engine's memory until then."""
+        llm, self.llm = getattr(self, "llm", None), None
+        if llm is not None:
+            llm.llm_engine.engine_core.shutdown()
+
     def token_counts(self, texts):
         return [len(ids) for ids in self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
 
