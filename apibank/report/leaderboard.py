@@ -31,7 +31,7 @@ import numpy as np
 from apibank.benchmark import PROTOCOLS
 from apibank.files import read_json_lines
 from apibank.judge.intervals import score_intervals
-from apibank.report.compare import differences, holm, paired
+from apibank.report.compare import differences, format_p, holm, paired
 from apibank.report.runs import Run
 
 REPORT_HTML = "report.html"
@@ -173,10 +173,11 @@ def _matrix(runs: Sequence[Run], key: tuple[str, str, str]) -> list[dict[str, An
                 continue
             pairs.append({"row": run_name(better), "column": run_name(worse), "n": entry["n"],
                           "clusters": entry["clusters"], "difference": entry["difference"], "ci95": entry["ci95"],
-                          "ci95_reason": entry.get("ci95_reason"), "p": entry["p"],
+                          "ci95_reason": entry.get("ci95_reason"), "p": entry["p"], "p_shown": format_p(entry["p"]),
                           "favour_row": entry["favour_b"], "favour_column": entry["favour_a"]})
     for pair, adjusted in zip(pairs, holm([pair["p"] for pair in pairs])):
         pair["p_holm"] = adjusted
+        pair["p_holm_shown"] = format_p(adjusted)
     return pairs
 
 

@@ -8,7 +8,6 @@ from typing import Any, Mapping, Sequence
 
 from apibank.files import atomic_write_text
 from apibank.judge.intervals import bracket
-from apibank.report.compare import format_p
 
 LEADERBOARD_FILES = ("leaderboard.json", "leaderboard.md", "leaderboard.html")
 RATES = {"api", "dialogue", "success", "pass_k", "pass_at_k"}
@@ -48,7 +47,7 @@ def score_rows(table: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
 
 def pair_text(pair: Mapping[str, Any]) -> str:
     return (f"{100 * pair['difference']:+.2f} {bracket(pair['ci95'], pair.get('ci95_reason'), lambda b: f'{100 * b:+.2f}')} "
-            f"p={format_p(pair['p'])} Holm p={format_p(pair['p_holm'])} n={pair['n']}")
+            f"p={pair['p_shown']} Holm p={pair['p_holm_shown']} n={pair['n']}")
 
 
 def matrix_rows(table: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
@@ -58,12 +57,14 @@ def matrix_rows(table: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     return ["row - column", *names], [[name, *[cells.get((name, other), "") for other in names]] for name in names]
 
 
+RESOURCE_COLUMNS = (("samples", "samples"), ("prompt_tokens", "prompt tokens"), ("generated_tokens", "generated tokens"),
+                    ("seconds", "seconds"), ("wall_seconds", "wall seconds"), ("samples_per_second", "samples/s"),
+                    ("cost", "cost"), ("latency_mean", "latency mean (s)"), ("latency_p95", "latency p95 (s)"))
+
+
 def resource_rows(group: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
-    headers = ["run", "samples", "prompt tokens", "generated tokens", "seconds", "wall seconds", "samples/s", "cost",
-               "latency mean (s)", "latency p95 (s)"]
-    keys = ["samples", "prompt_tokens", "generated_tokens", "seconds", "wall_seconds", "samples_per_second", "cost",
-            "latency_mean", "latency_p95"]
-    return headers, [[entry["run"], *["-" if entry.get(key) is None else f"{entry[key]:g}" for key in keys]]
+    headers = ["run", *[label for _, label in RESOURCE_COLUMNS]]
+    return headers, [[entry["run"], *["-" if entry.get(key) is None else f"{entry[key]:g}" for key, _ in RESOURCE_COLUMNS]]
                      for entry in group["resources"]]
 
 
@@ -128,5 +129,6 @@ def write(board: Mapping[str, Any], output: str | Path) -> dict[str, Path]:
     paths = {name: output / name for name in LEADERBOARD_FILES}
     atomic_write_text(paths["leaderboard.json"], dumps(board))
     atomic_write_text(paths["leaderboard.md"], markdown(board))
-    atomic_write_text(paths["leaderboard.html"], page("API-Bank leaderboard", {"view": "leaderboard", "board": board}))
+    atomic_write_text(paths["leaderboard.html"], page("API-Bank leaderboard", {"view": "leaderboard", "board": board,
+                                                                          "resource_columns": RESOURCE_COLUMNS}))
     return paths
