@@ -21,6 +21,14 @@ from support.browser import browse, loaded, needs_chromium
 
 pytestmark = needs_chromium
 
+# Hostile answers: markup, a script end tag, a script URL. They must show as text and never run.
+HOSTILE = [
+    "</script><script>document.title='pwned'</script>",
+    "<img src=x onerror=\"document.title='pwned'\">[GetUserToken(username='a', password='b')]",
+    "[ToolSearcher(keywords='<b>bold</b> & </SCRIPT>')]",
+    "not a call at all",
+]
+
 
 def _shown(dom: str) -> int:
     match = re.search(r'id="shown-count">(\d+)<', dom)
