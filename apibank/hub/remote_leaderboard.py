@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from apibank.benchmark import FORMATS, PROTOCOLS, SETTINGS
+from apibank.errors import UserError
 from apibank.hub.agentic import agentic_variant_file
 from apibank.hub.ids import check_repo_id
 from apibank.hub.leaderboard import variant_file
@@ -63,7 +64,13 @@ def hub_references(dataset_id: str, api: Any = None) -> list[dict[str, Any]]:
     api = api or HfApi()
     variants = _variants()
     rows: list[dict[str, Any]] = []
-    for entry in api.get_dataset_leaderboard(dataset_id):
+    try:
+        entries = api.get_dataset_leaderboard(dataset_id)
+    except Exception as error:  # no such dataset, no leaderboard, no network: the user's to fix, said in one line
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise UserError(f"--from-hub {dataset_id}: the Hub gave no leaderboard ({first}); check the dataset id, "
+                        "the network and your token") from None
+    for entry in entries:
         source = (entry.source or {}).get("url")
         base = {"model": entry.model_id, "status": STATUS,
                 "source": f"{dataset_id} leaderboard, rank {entry.rank}" + (", verified" if entry.verified else ""),

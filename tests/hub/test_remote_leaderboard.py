@@ -63,7 +63,14 @@ def test_the_hub_leaderboard_becomes_reference_rows(tmp_path, monkeypatch, capsy
     assert all(t["rows"] == [] for t in board["tables"])  # nothing from the Hub is ranked
 
 
-def test_a_bad_dataset_id_is_one_line_before_any_request(capsys):
+def test_a_bad_dataset_id_or_a_dataset_without_leaderboard_is_one_line(tmp_path, monkeypatch, capsys):
     assert main(["leaderboard", "--from-hub", "not a repo id"]) == 2
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and "--from-hub 'not a repo id' is not a Hub id" in error
+    with HubStandIn() as hub:
+        point_huggingface_hub_at(hub, monkeypatch, tmp_path / "cache")
+        hub.add_repo("dataset", DATASET)
+        assert main(["leaderboard", "--from-hub", DATASET, "--output", str(tmp_path / "out")]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and f"--from-hub {DATASET}: the Hub gave no leaderboard" in error
+    assert not (tmp_path / "out").exists()
