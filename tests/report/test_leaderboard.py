@@ -43,12 +43,12 @@ def runs(tmp_path_factory, data_dir) -> dict:
     root = tmp_path_factory.mktemp("board")
     oracle = root / "oracle"
     assert main(["evaluate", "--model", "oracle", "--levels", "level-1", "level-3", "--limit", str(LIMIT),
-                 "--allow-subset", "--data-dir", str(data_dir), "--output", str(oracle), "--no-progress"]) == 0
+                 "--allow-subset", "--data-dir", str(data_dir), "--output", str(oracle), "--quiet"]) == 0
     half, half_emptied = _emptied(oracle, root, "half", 2, data_dir)
     fifth, fifth_emptied = _emptied(oracle, root, "fifth", 5, data_dir)
     other = root / "other-subset"
     assert main(["evaluate", "--model", "oracle", "--levels", "level-1", "level-3", "--limit", "10", "--allow-subset",
-                 "--data-dir", str(data_dir), "--output", str(other), "--no-progress"]) == 0
+                 "--data-dir", str(data_dir), "--output", str(other), "--quiet"]) == 0
     agents = {}
     for model in ("oracle", "none"):
         agents[model] = root / f"agent-{model}"
