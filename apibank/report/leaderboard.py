@@ -119,7 +119,10 @@ def _agentic_cells(run: Run, level: str) -> dict[str, Any]:
 
 
 def run_name(run: Run) -> str:
+    """``folder (model)``; a model given as a local file or folder is shown by its last part."""
     model = (run.results.get("model") or {}).get("id")
+    if model and (model.startswith(("/", ".", "~")) or model.endswith(".gguf")):
+        model = Path(model).name
     return f"{run.path.name} ({model})" if model and model != run.path.name else run.path.name
 
 
