@@ -118,12 +118,20 @@ def _agentic_cells(run: Run, level: str) -> dict[str, Any]:
     return cells
 
 
-def run_name(run: Run) -> str:
-    """``folder (model)``; a model given as a local file or folder is shown by its last part."""
+def run_name(run: Run, folder: str | None = None) -> str:
+    """``folder (model)``, the folder's last part unless given; a model given as a local file or folder is
+    shown by its last part."""
+    folder = folder or run.path.name
     model = (run.results.get("model") or {}).get("id")
     if model and (model.startswith(("/", ".", "~")) or model.endswith(".gguf")):
         model = Path(model).name
-    return f"{run.path.name} ({model})" if model and model != run.path.name else run.path.name
+    return f"{folder} ({model})" if model and model != folder else folder
+
+
+def run_names(runs: Sequence[Run]) -> dict[Path, str]:
+    """Each run's name: :func:`run_name`, with the whole path where two runs' folders end alike."""
+    short = [run_name(run) for run in runs]
+    return {run.path: run_name(run, str(run.path)) if short.count(name) > 1 else name for run, name in zip(runs, short)}
 
 
 def _latency(run: Run) -> dict[str, float | None]:
@@ -140,9 +148,9 @@ def _latency(run: Run) -> dict[str, float | None]:
             "latency_p95": round(float(np.percentile(seconds, 95)), 4), "latency_samples": len(seconds)}
 
 
-def _resources(run: Run) -> dict[str, Any]:
+def _resources(run: Run, name: str) -> dict[str, Any]:
     usage = run.results.get("usage") or {}
-    return {"run": run_name(run), **{key: usage.get(key) for key in RESOURCES}, **_latency(run)}
+    return {"run": name, **{key: usage.get(key) for key in RESOURCES}, **_latency(run)}
 
 
 def _link(run: Run, output: Path | None) -> str | None:
@@ -166,7 +174,7 @@ def _ranked(rows: list[dict[str, Any]], headline: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _matrix(runs: Sequence[Run], key: tuple[str, str, str]) -> list[dict[str, Any]]:
+def _matrix(runs: Sequence[Run], key: tuple[str, str, str], names: Mapping[Path, str]) -> list[dict[str, Any]]:
     """Every pair (higher-ranked first) as a paired comparison, Holm-adjusted over the table's pairs."""
     pairs = []
     for i, better in enumerate(runs):
@@ -174,7 +182,7 @@ def _matrix(runs: Sequence[Run], key: tuple[str, str, str]) -> list[dict[str, An
             entry = paired(key, worse, better)  # difference = better - worse
             if entry is None:
                 continue
-            pairs.append({"row": run_name(better), "column": run_name(worse), "n": entry["n"],
+            pairs.append({"row": names[better.path], "column": names[worse.path], "n": entry["n"],
                           "clusters": entry["clusters"], "difference": entry["difference"], "ci95": entry["ci95"],
                           "ci95_reason": entry.get("ci95_reason"), "p": entry["p"], "p_shown": format_p(entry["p"]),
                           "favour_row": entry["favour_b"], "favour_column": entry["favour_a"]})
@@ -184,7 +192,7 @@ def _matrix(runs: Sequence[Run], key: tuple[str, str, str]) -> list[dict[str, An
     return pairs
 
 
-def _tables(number: int, group: Sequence[Run], output: Path | None) -> list[dict[str, Any]]:
+def _tables(number: int, group: Sequence[Run], output: Path | None, names: Mapping[Path, str]) -> list[dict[str, Any]]:
     kind = group[0].kind
     keys = sorted({(protocol, level) for run in group for protocol, level, _ in run.samples},
                   key=lambda key: (PROTOCOLS.index(key[0]) if key[0] in PROTOCOLS else len(PROTOCOLS), key))
@@ -195,9 +203,9 @@ def _tables(number: int, group: Sequence[Run], output: Path | None) -> list[dict
         rows = []
         for run in group:
             cells = _classic_cells(run, protocol, level) if kind == "classic" else _agentic_cells(run, level)
-            rows.append({"run": run_name(run), "path": str(run.path), "report": _link(run, output), "cells": cells})
+            rows.append({"run": names[run.path], "path": str(run.path), "report": _link(run, output), "cells": cells})
         rows = _ranked(rows, headline)
-        by_name = {run_name(run): run for run in group}
+        by_name = {names[run.path]: run for run in group}
         ordered = [by_name[row["run"]] for row in rows]
         present = [(key, label) for key, label, _ in figures if any(key in row["cells"] for row in rows)]
         tables.append({
@@ -205,7 +213,7 @@ def _tables(number: int, group: Sequence[Run], output: Path | None) -> list[dict
             "figures": [{"key": key, "label": label} for key, label in present], "headline": headline,
             "subset": any(bool(run.results.get("subset")) for run in group),
             "rows": rows, "references": [],
-            "matrix": {"metric": figures[0][2], "pairs": _matrix(ordered, (protocol, level, figures[0][2]))},
+            "matrix": {"metric": figures[0][2], "pairs": _matrix(ordered, (protocol, level, figures[0][2]), names)},
         })
     return tables
 
@@ -213,12 +221,13 @@ def _tables(number: int, group: Sequence[Run], output: Path | None) -> list[dict
 def build(runs: Sequence[Run], references: Iterable[Mapping[str, Any]] = (), output: Path | None = None) -> dict[str, Any]:
     """The whole leaderboard (what leaderboard.json holds): groups, their tables and resources, the runs
     kept apart and why, and the reference rows (each where its protocol and level are shown)."""
+    paths = [run.path.resolve() for run in runs]
+    twice = sorted({str(path) for path in paths if paths.count(path) > 1})
+    if twice:
+        raise ValueError(f"{twice[0]} is given more than once: give each run folder once")
     groups, apart = group_runs(runs)
-    names = [run_name(run) for run in runs]
-    if len(set(names)) != len(names):
-        raise ValueError("two runs have the same folder name and model: give each run its own folder name "
-                         f"({', '.join(sorted({n for n in names if names.count(n) > 1}))})")
-    tables = [table for number, group in enumerate(groups, 1) for table in _tables(number, group, output)]
+    names = run_names(runs)
+    tables = [table for number, group in enumerate(groups, 1) for table in _tables(number, group, output, names)]
     unplaced = []
     for reference in references:
         places = [t for t in tables if t["kind"] == reference.get("kind", "classic") and not t["subset"]
@@ -238,10 +247,10 @@ def build(runs: Sequence[Run], references: Iterable[Mapping[str, Any]] = (), out
                        "headline": figures[0][0], "subset": False, "rows": [], "references": found,
                        "matrix": {"metric": figures[0][2], "pairs": []}})
     return {
-        "groups": [{"number": number, "kind": group[0].kind, "runs": [run_name(run) for run in group],
+        "groups": [{"number": number, "kind": group[0].kind, "runs": [names[run.path] for run in group],
                     "paths": [str(run.path) for run in group],
                     "samples": {"/".join(key): len(values) for key, values in sorted(group[0].samples.items())},
-                    "resources": [_resources(run) for run in group]}
+                    "resources": [_resources(run, names[run.path]) for run in group]}
                    for number, group in enumerate(groups, 1)],
         "kept_apart": apart,
         "tables": tables,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -158,6 +159,18 @@ def test_bad_input_is_one_line_before_any_work(runs, tmp_path, capsys):
     assert error.count("\n") == 1 and "no results.json" in error and not (tmp_path / "out").exists()
     assert main(["leaderboard", "--output", str(tmp_path / "out")]) == 2
     assert "no runs" in capsys.readouterr().err and not (tmp_path / "out").exists()
+    assert main(["leaderboard", str(runs["oracle"]), str(runs["oracle"]), "--output", str(tmp_path / "out")]) == 2
+    assert "is given more than once" in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
+def test_runs_whose_folders_end_alike_are_named_by_their_paths(runs, tmp_path):
+    copy = tmp_path / "elsewhere" / "oracle"
+    shutil.copytree(runs["oracle"], copy)
+    assert main(["leaderboard", str(runs["oracle"]), str(copy), "--output", str(tmp_path / "out"), "--json"]) == 0
+    board = json.loads((tmp_path / "out" / "leaderboard.json").read_text())
+    assert board["groups"][0]["runs"] == [f"{runs['oracle']} (oracle)", f"{copy} (oracle)"]
+    pair = _table(board, 1, "paper", "level-1")["matrix"]["pairs"][0]
+    assert (pair["difference"], pair["p"], pair["n"]) == (0.0, 1.0, LIMIT)  # the same predictions: no difference
 
 
 @needs_chromium
