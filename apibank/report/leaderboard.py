@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
+from urllib.parse import quote
 
 import numpy as np
 
@@ -154,13 +155,13 @@ def _resources(run: Run, name: str) -> dict[str, Any]:
 
 
 def _link(run: Run, output: Path | None) -> str | None:
-    """The run's report.html relative to the leaderboard's folder (None when the run has none)."""
+    """The run's report.html as a URL relative to the leaderboard's folder (None when the run has none)."""
     page = run.path / REPORT_HTML
     if not page.is_file():
         return None
     if output is None:
         return page.resolve().as_uri()
-    return Path(os.path.relpath(page.resolve(), output.resolve())).as_posix()
+    return quote(Path(os.path.relpath(page.resolve(), output.resolve())).as_posix())
 
 
 def _ranked(rows: list[dict[str, Any]], headline: str) -> list[dict[str, Any]]:

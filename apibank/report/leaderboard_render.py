@@ -34,10 +34,15 @@ def title(table: Mapping[str, Any]) -> str:
     return f"{where}: {protocol}, {table['level']}" + (" (subset)" if table["subset"] else "")
 
 
-def score_rows(table: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
-    """Header and rows of a ranked table: ranked runs, then reference rows (rank ``-``, their status)."""
+def score_rows(table: Mapping[str, Any], links: bool = False) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of a ranked table: ranked runs (with ``links``, each a Markdown link to its
+    report.html where it has one), then reference rows (rank ``-``, their status)."""
     headers = ["rank", "run", *[figure["label"] for figure in table["figures"]], "source"]
-    body = [[str(row["rank"]), row["run"], *[figure_text(f["key"], row["cells"].get(f["key"])) for f in table["figures"]],
+
+    def name(row: Mapping[str, Any]) -> str:
+        return f"[{row['run']}]({row['report']})" if links and row.get("report") else row["run"]
+
+    body = [[str(row["rank"]), name(row), *[figure_text(f["key"], row["cells"].get(f["key"])) for f in table["figures"]],
              "run here"] for row in table["rows"]]
     body += [["-", reference["model"], *[figure_text(f["key"], reference["cells"].get(f["key"])) for f in table["figures"]],
               f"{reference['status']}: {reference['source']}"
@@ -81,7 +86,7 @@ def _markdown(headers: Sequence[str], body: Sequence[Sequence[str]]) -> list[str
     return [row(headers), "|" + "---|" * len(headers), *[row(line) for line in body]]
 
 
-def _sections(board: Mapping[str, Any], form) -> list[tuple[str, list[str]]]:
+def _sections(board: Mapping[str, Any], form, links: bool = False) -> list[tuple[str, list[str]]]:
     """(heading, lines) for every part of the board, in reading order, each table drawn by ``form``."""
     out = []
     for item in board["kept_apart"]:
@@ -90,7 +95,7 @@ def _sections(board: Mapping[str, Any], form) -> list[tuple[str, list[str]]]:
     for group in board["groups"]:
         tables = [table for table in board["tables"] if table["group"] == group["number"]]
         for table in tables:
-            out.append((title(table), form(*score_rows(table))))
+            out.append((title(table), form(*score_rows(table, links))))
             if table["matrix"]["pairs"]:
                 out.append((f"{title(table)}: paired {table['matrix']['metric']} differences (points)",
                             form(*matrix_rows(table))))
@@ -113,7 +118,7 @@ def markdown(board: Mapping[str, Any]) -> str:
     for group in board["groups"]:
         lines.append(f"- group {group['number']} ({group['kind']}): " + ", ".join(f"`{path}`" for path in group["paths"]))
     lines.append("")
-    for heading, body in _sections(board, _markdown):
+    for heading, body in _sections(board, _markdown, links=True):
         lines += ([f"## {heading}", ""] if heading else []) + body + [""]
     lines += ["## Method", "", *[f"- **{name}**: {what}" for name, what in board["method"].items()], ""]
     return "\n".join(lines)
