@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 
 from huggingface_hub import EvalResultEntry, eval_result_entries_to_yaml
+from support.hub_standin import HubStandIn, point_huggingface_hub_at
 
 from apibank.cli.main import main
 from apibank.hub.remote_leaderboard import STATUS, VALUE_ONLY
 from apibank.hub.tasks import dump_yaml
-from support.hub_standin import HubStandIn, point_huggingface_hub_at
 
 DATASET = "ns/API-Bank"
 DETAILS = "https://huggingface.co/datasets/org/good-apibank-details"

@@ -10,11 +10,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from support.browser import loaded, needs_chromium
 
 from apibank.cli.main import main
 from apibank.report.compare import holm, sign_test
 from apibank.report.published import PUBLISHED
-from support.browser import loaded, needs_chromium
 
 LIMIT = 30
 

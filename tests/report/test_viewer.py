@@ -14,10 +14,10 @@ import struct
 from pathlib import Path
 
 import pytest
+from support.browser import browse, loaded, needs_chromium
 
 import apibank_cli
 from apibank.report.html import write_compare_html
-from support.browser import browse, loaded, needs_chromium
 
 pytestmark = needs_chromium
 
