@@ -151,7 +151,12 @@ def _latency(run: Run) -> dict[str, float | None]:
 
 def _resources(run: Run, name: str) -> dict[str, Any]:
     usage = run.results.get("usage") or {}
-    return {"run": name, **{key: usage.get(key) for key in RESOURCES}, **_latency(run)}
+    entry = {"run": name, **{key: usage.get(key) for key in RESOURCES}, **_latency(run), "wall_note": None}
+    this_run = usage.get("this_run")
+    if this_run and usage.get("wall_seconds") is not None:
+        # a resumed run's wall time is its last invocation's only, unlike its generation seconds (every sample)
+        entry["wall_note"] = f"last invocation: {this_run['samples']} of {usage.get('samples')} samples"
+    return entry
 
 
 def _link(run: Run, output: Path | None) -> str | None:

@@ -69,8 +69,15 @@ RESOURCE_COLUMNS = (("samples", "samples"), ("prompt_tokens", "prompt tokens"), 
 
 def resource_rows(group: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     headers = ["run", *[label for _, label in RESOURCE_COLUMNS]]
-    return headers, [[entry["run"], *["-" if entry.get(key) is None else f"{entry[key]:g}" for key, _ in RESOURCE_COLUMNS]]
+    return headers, [[entry["run"], *[resource_cell(entry, key) for key, _ in RESOURCE_COLUMNS]]
                      for entry in group["resources"]]
+
+
+def resource_cell(entry: Mapping[str, Any], key: str) -> str:
+    if entry.get(key) is None:
+        return "-"
+    note = entry.get("wall_note") if key == "wall_seconds" else None
+    return f"{entry[key]:g}" + (f" ({note})" if note else "")
 
 
 def _text(headers: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:

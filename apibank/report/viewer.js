@@ -559,7 +559,8 @@
       app.appendChild(el("h3", {}, "group " + group + ": resources"));
       app.appendChild(sortable(plainTable(["run"].concat(DATA.resource_columns.map(function (c) { return c[1]; })), g.resources.map(function (r) {
         return el("tr", {}, el("td", { "data-sort": r.run }, r.run), keys.map(function (k) {
-          return el("td", { "class": "num", "data-sort": r[k] === null || r[k] === undefined ? "" : r[k] }, r[k] === null || r[k] === undefined ? "-" : r[k]);
+          var missing = r[k] === null || r[k] === undefined, note = k === "wall_seconds" && r.wall_note ? " (" + r.wall_note + ")" : "";
+          return el("td", { "class": "num", "data-sort": missing ? "" : r[k] }, missing ? "-" : r[k] + note);
         }));
       }), { "class": "resources" })));
     });

@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from support.browser import loaded, needs_chromium
+from support.browser import CHROMIUM, loaded, needs_chromium
 
 from apibank.cli.main import main
 from apibank.report.compare import holm, sign_test
@@ -192,3 +192,24 @@ def test_the_page_ranks_links_and_sorts(runs, board):
     first = re.search(r'<table class="board" id="board-0">.*?</table>', loaded(page, "#sort=run&dir=desc"), re.S).group(0)
     assert [name for name, _ in re.findall(r'data-run="([^"]+)" data-rank="(\d+)"', first)] == ["oracle", "half", "fifth"]
     assert 'aria-sort="descending"' in first
+
+
+def test_a_resumed_runs_wall_seconds_say_they_cover_its_last_invocation(runs, data_dir, tmp_path, capsys):
+    resumed = tmp_path / "resumed"
+    for limit in ("4", "10"):
+        assert main(["evaluate", "--model", "oracle", "--levels", "level-1", "--limit", limit, "--allow-subset",
+                     "--data-dir", str(data_dir), "--output", str(resumed), "--quiet"]) == 0
+    capsys.readouterr()
+    output = tmp_path / "out"
+    assert main(["leaderboard", str(resumed), str(runs["other"]), "--output", str(output)]) == 0
+    printed = capsys.readouterr().out
+    usage = json.loads((resumed / "results.json").read_text())["usage"]
+    assert usage["this_run"]["samples"] == 12 and usage["samples"] == 20  # 6 more API and 6 more response rows
+    resources = {entry["run"]: entry for group in json.loads((output / "leaderboard.json").read_text())["groups"]
+                 for entry in group["resources"]}
+    assert resources["resumed (oracle)"]["wall_note"] == "last invocation: 12 of 20 samples"
+    assert resources["other-subset (oracle)"]["wall_note"] is None  # one invocation: its wall time covers every sample
+    assert f"{usage['wall_seconds']:g} (last invocation: 12 of 20 samples)" in printed
+    assert "(last invocation: 12 of 20 samples)" in (output / "leaderboard.md").read_text()
+    if CHROMIUM is not None:
+        assert "(last invocation: 12 of 20 samples)</td>" in loaded(output / "leaderboard.html")
