@@ -1,6 +1,7 @@
 """torch's thread count on a CPU (``CpuThreads``): before each batch, one thread per core that the other
-processes left free in the previous interval (their CPU time on this process's cores: the system's busy
-time less this process's own), at least one; fixed by ``threads`` or ``OMP_NUM_THREADS``; recorded."""
+processes left free while the previous batch ran, not between batches (their CPU time on this process's
+cores: the system's busy time less this process's own), at least one; fixed by ``threads`` or
+``OMP_NUM_THREADS``; recorded."""
 
 from __future__ import annotations
 
@@ -39,18 +40,28 @@ def test_threads_follow_the_cores_other_processes_leave_free(four_cores):
 
     before = torch.get_num_threads()
     threads = CpuThreads()
+
+    def batch(seconds: float, own_cores: float, other_cores: float) -> None:
+        four_cores.run(seconds, own_cores, other_cores)
+        threads.batch_ended()
+
     try:
         assert threads.initial() == 4
-        four_cores.run(10, own_cores=4, other_cores=0)  # quiet
-        assert threads.adjust() == 4 and torch.get_num_threads() == 4
-        four_cores.run(10, own_cores=2.4, other_cores=1.6)  # 2.4 cores left free
+        assert threads.adjust() == 4 and torch.get_num_threads() == 4  # nothing measured yet: every core
+        batch(10, own_cores=4, other_cores=0)  # quiet
+        assert threads.adjust() == 4
+        batch(10, own_cores=2.4, other_cores=1.6)  # 2.4 cores left free
         assert threads.adjust() == 2
-        four_cores.run(10, own_cores=0.5, other_cores=3.5)  # every core taken: still one
+        batch(10, own_cores=0.5, other_cores=3.5)  # every core taken: still one
+        four_cores.run(30, own_cores=0, other_cores=0)  # between batches (quiet): not counted
         assert threads.adjust() == 1 and torch.get_num_threads() == 1
-        four_cores.run(0.01, own_cores=1, other_cores=0)  # too short to tell: every core
+        batch(10, own_cores=1, other_cores=0)
+        four_cores.run(30, own_cores=0, other_cores=4)  # between batches (busy): not counted
+        assert threads.adjust() == 4
+        batch(0.01, own_cores=1, other_cores=0)  # too short to tell: every core
         assert threads.adjust() == 4
         assert threads.info() == {"torch_threads_from": "cores left free by other processes",
-                                  "torch_threads_by_batch": {"1": 1, "2": 1, "4": 2}}
+                                  "torch_threads_by_batch": {"1": 1, "2": 1, "4": 4}}
     finally:
         torch.set_num_threads(before)
 
@@ -64,8 +75,10 @@ def test_a_fixed_count_overrides(four_cores, monkeypatch, threads, env, expected
         monkeypatch.setenv("OMP_NUM_THREADS", env)
     fixed = CpuThreads(threads)
     try:
-        four_cores.run(10, own_cores=1, other_cores=3)
         assert fixed.initial() == expected[1] and fixed.adjust() == expected[1]
+        four_cores.run(10, own_cores=1, other_cores=3)
+        fixed.batch_ended()
+        assert fixed.adjust() == expected[1]
         assert fixed.info()["torch_threads_from"] == expected[0]
     finally:
         torch.set_num_threads(before)

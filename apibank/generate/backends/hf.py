@@ -320,7 +320,11 @@ class TransformersBackend(_HFRendering, Backend):
             done[row] = self._completion(conversations[row], prompts[row], output)
             on_completion(row, done[row])
 
-        rows = self.decoder.generate(encoded, budgets, should_stop, temperature=settings.temperature,
-                                     seed=settings.seed, on_row=on_row if on_completion is not None else None)
+        try:
+            rows = self.decoder.generate(encoded, budgets, should_stop, temperature=settings.temperature,
+                                         seed=settings.seed, on_row=on_row if on_completion is not None else None)
+        finally:
+            if self.model.device.type == "cpu":
+                self.cpu_threads.batch_ended()
         return [done.get(index) or self._completion(conversation, prompt, row)
                 for index, (conversation, prompt, row) in enumerate(zip(conversations, prompts, rows))]

@@ -273,9 +273,11 @@ class CpuThreads:
     another process keeps a core busy, torch's threads spin on the cores the working ones need, and a
     batch took 6 to 10 times its quiet time (benchmarks/README.md). So, unless a count is fixed (``threads``,
     or ``OMP_NUM_THREADS`` in the environment), each batch gets one thread per core that the other
-    processes left free during the previous interval (the CPU time on this process's cores, less this
-    process's own, over the wall time), at least one: all the cores on a quiet machine, one fewer per
-    busy process. Where the system does not report its CPU time (no /proc/stat), all the cores.
+    processes left free while the previous batch ran (the CPU time on this process's cores, less this
+    process's own, over the batch's wall time), at least one: all the cores on a quiet machine, one fewer
+    per busy process. Only the batches' own time counts: what runs between them (another engine that a
+    benchmark interleaves, a caller's own work) does not. Where the system does not report its CPU time
+    (no /proc/stat), all the cores.
     """
 
     def __init__(self, threads: int | None = None) -> None:
@@ -285,16 +287,18 @@ class CpuThreads:
         self.cores = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else set()
         self.count = available_cores()
         self.chosen: dict[int, int] = {}  # thread count -> batches run with it
-        self._mark = self._now()
+        self._mark: tuple[float, float | None, float] | None = None  # when the running batch started
+        self._free: float | None = None  # cores left free while the previous batch ran (None: unknown)
 
     def _now(self) -> tuple[float, float | None, float]:
         times = os.times()
         return time.perf_counter(), _busy_seconds(self.cores), times.user + times.system
 
     def free_cores(self) -> float | None:
-        """Cores the other processes left free since the last call (None where unknown)."""
+        """Cores the other processes left free since the running batch started (None where unknown)."""
+        if self._mark is None:
+            return None
         (wall, busy, own), (wall0, busy0, own0) = self._now(), self._mark
-        self._mark = wall, busy, own
         if busy is None or busy0 is None or wall - wall0 < 0.05:
             return None
         others = max(0.0, (busy - busy0) - (own - own0)) / (wall - wall0)
@@ -305,17 +309,24 @@ class CpuThreads:
         return self.fixed or self.count
 
     def adjust(self) -> int:
-        """Sets torch's thread count for the next batch; returns it."""
+        """Sets torch's thread count for the batch about to run and starts measuring it; returns the count."""
         import torch
 
         count = self.fixed
         if count is None:
-            free = self.free_cores()
+            free = self._free
             count = self.count if free is None else max(1, min(self.count, int(free + 0.5)))
+            self._mark = self._now()
         if count != torch.get_num_threads():
             torch.set_num_threads(count)
         self.chosen[count] = self.chosen.get(count, 0) + 1
         return count
+
+    def batch_ended(self) -> None:
+        """Measures the batch that just ended, for the next one."""
+        if self.fixed is None:
+            self._free = self.free_cores()
+            self._mark = None
 
     def info(self) -> dict[str, Any]:
         return {"torch_threads_from": self.source,
