@@ -25,15 +25,44 @@ generated tokens for every way, so ratios are time ratios; ``/hand`` is the rati
 over the device's copy bandwidth (measured here, read + write), so the limit is batch / that time.
 The last line is ``ratio: bN=R.RRx ...``, the eager package against the hand loop per batch size.
 
+``--engines transformers vllm openai=URL ...`` also runs the same rows, with the same budgets and stops,
+through each engine named, each by the package's own path for its backend (``generate_predictions``:
+rendering, tokenising, the stop rule, records), at the largest batch size, in rounds: one batch of rows
+through each engine in turn (the order rotating each round), so that a drifting load weighs on all
+alike. Each engine's start-up (model load, vLLM's engine start) is printed apart and excluded from its
+figures: samples/s, generated tokens/s, and the rows whose output equals the first engine's. The line
+``engines: NAME=S.SSs ...`` (wall seconds of generation for those rows) comes just before the ``ratio:``
+line, which stays the last. ``openai=URL`` sends the rows to an OpenAI-compatible server at URL (its
+engine, its tokenizer; ``--served-model`` names the model it serves). An engine that is not installed
+in this Python is refused in one line before any work.
+
+With vllm, each round also measures the package's own cost around vLLM: the rows' token ids (rendered
+and tokenised beforehand, as the package would) go through vLLM's raw ``LLM.generate`` on the same
+engine, greedy, with no stop strings. Raw generation does not stop where the package's stop rule does,
+so to compare the same work each raw request is given the package's realised token count for that row
+as its ``max_tokens``, with ``ignore_eos`` so that it generates exactly that many: both passes then
+prefill the same prompts and decode the same number of tokens, and the difference is what the package
+adds (rendering, tokenising, stepping the engine itself, the stop rule on streamed tokens, records).
+Comparing per generated token instead would charge the package for rows it rightly ends early. Each
+vLLM pass starts with an empty prefix cache, so that neither pass reuses the other's prompts (rows of
+one dialogue within a round still share their prefix). The overhead is printed as a percentage of the
+raw time.
+
     python benchmarks/bench_generation.py --model <gguf|folder|tiny> [--device cpu|cuda] [--dtype ...]
         [--rows N] [--batch-sizes 1 8 32] [--max-new-tokens N] [--compile] [--batching] [--busy N]
-        [--no-thread-policy] [--json FILE]
+        [--no-thread-policy] [--engines transformers vllm openai=URL ...] [--engine-arg KEY=VALUE ...]
+        [--served-model NAME] [--json FILE]
+
+vLLM's CPU build lives in an environment of its own (docs/backends.md); run the script with that
+environment's Python, e.g. ``PYTHONPATH=$PWD ~/venvs/vllm/bin/python benchmarks/bench_generation.py
+--engines transformers vllm``.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -41,6 +70,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NoReturn
 
 from apibank.benchmark import DEFAULT_FORMAT, FORMATS
 
@@ -85,6 +115,37 @@ def busy_processes(count: int):
             spinner.wait()
 
 
+ENGINES = ("transformers", "vllm", "openai")
+
+
+def parse_engines(texts: list[str]) -> list[tuple[str, str, str | None]]:
+    """``--engines`` items as ``(label, name, URL or None)``: the label names the engine in the output
+    (``openai``, then ``openai-2``, ... for several servers); raises ValueError (one line) for a bad item."""
+    engines: list[tuple[str, str, str | None]] = []
+    for text in texts:
+        name, equals, url = text.partition("=")
+        if name not in ENGINES:
+            raise ValueError(f"--engines {text}: unknown engine; give transformers, vllm or openai=URL")
+        if name == "openai" and not url:
+            raise ValueError(f"--engines {text}: give the server's API root, e.g. openai=http://127.0.0.1:8000/v1")
+        if name != "openai" and equals:
+            raise ValueError(f"--engines {text}: only openai takes =URL; give {name}")
+        if any((name, url or None) == (known, known_url) for _, known, known_url in engines):
+            raise ValueError(f"--engines {text}: named twice; give each engine once")
+        same_kind = sum(known == name for _, known, _ in engines)
+        engines.append((name if same_kind == 0 else f"{name}-{same_kind + 1}", name, url or None))
+    return engines
+
+
+def missing_engine(name: str) -> str | None:
+    """One line saying what to do when engine ``name`` is not installed in this Python (None: it is)."""
+    if name == "vllm" and importlib.util.find_spec("vllm") is None:
+        return (f"--engines vllm: vLLM is not installed in this Python ({sys.executable}); run the script with "
+                "the Python of vLLM's environment (CPU: docs/backends.md, e.g. PYTHONPATH=$PWD "
+                "~/venvs/vllm/bin/python benchmarks/bench_generation.py ...), or drop vllm from --engines")
+    return None
+
+
 def synchronize(device: str) -> None:
     import torch
 
@@ -101,6 +162,156 @@ def transformers_generate(model, prompts, steps: int, pad_id: int) -> None:
     with torch.inference_mode():
         model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=steps, min_new_tokens=steps,
                        do_sample=False, pad_token_id=pad_id, eos_token_id=None)
+
+
+def reset_prefix(backend) -> None:
+    """Forget the prompt prefixes an engine keeps from earlier calls (each engine pass starts alike)."""
+    llm = getattr(backend, "llm", None)
+    if llm is not None:
+        llm.reset_prefix_cache()
+    elif hasattr(getattr(backend, "decoder", None), "_kept"):
+        backend.decoder._kept = None
+
+
+def raw_vllm(backend, fmt: str, records: list[dict]) -> tuple[float, int]:
+    """(seconds, generated tokens) of vLLM's raw ``LLM.generate`` on the prompts of ``records`` (the package's
+    records of one batch, in its order), tokenised beforehand, each asked for exactly the package's
+    realised token count (``ignore_eos``), greedy, no stop strings; prefix cache emptied first."""
+    from vllm import SamplingParams
+
+    from apibank.generate import build_conversation
+
+    add_special = backend._add_special_tokens(build_conversation(records[0]["row"], fmt))
+    inputs = [{"prompt_token_ids": backend.tokenizer(r["prompt"], add_special_tokens=add_special)["input_ids"]}
+              for r in records]
+    params = [SamplingParams(temperature=0.0, max_tokens=max(1, r["generated_tokens"]), ignore_eos=True,
+                             skip_special_tokens=False) for r in records]
+    reset_prefix(backend)
+    started = time.perf_counter()
+    outputs = backend.llm.generate(inputs, params, use_tqdm=False)
+    return time.perf_counter() - started, sum(len(output.outputs[0].token_ids) for output in outputs)
+
+
+def run_engines(args, dtype: str, model: str, backend, load_seconds: float, rows, settings) -> dict[str, dict]:
+    """The same rows through each engine of ``--engines`` in rounds (see the module's docstring); prints
+    a table and, with vllm, the package's overhead around raw ``LLM.generate``; returns each engine's figures."""
+    from apibank.generate import build_conversation, generate_predictions
+    from apibank.generate.runner import generation_order
+
+    batch_size = max(args.batch_sizes)
+    conversations = [build_conversation(row, args.fmt) for row in rows]
+    order = generation_order(conversations, [backend.render(c) for c in conversations])
+    chunks = [[rows[i] for i in order[first : first + batch_size]] for first in range(0, len(order), batch_size)]
+    backends: dict[str, object] = {}
+    figures: dict[str, dict] = {}
+    print(f"engines run: load average {os.getloadavg()[0]:.1f} at the start", flush=True)
+    try:
+        for label, name, url in args.engines:
+            started = time.perf_counter()
+            if name == "transformers":
+                backends[label] = backend
+            elif name == "vllm":
+                from apibank.generate.backends.vllm import VLLMBackend
+
+                backends[label] = VLLMBackend(model, dtype=dtype, engine_args=args.engine_args)
+            else:
+                from apibank.generate.backends.openai import OpenAIBackend
+
+                backends[label] = OpenAIBackend(args.served_model or Path(model).stem, base_url=url,
+                                                concurrency=batch_size)
+            start_up = load_seconds if name == "transformers" else time.perf_counter() - started
+            started = time.perf_counter()
+            generate_predictions(rows[:2], backends[label], fmt=args.fmt, settings=settings, batch_size=2,
+                                 progress=False)  # warm-up
+            figures[label] = {"start_up_seconds": start_up, "warm_up_seconds": time.perf_counter() - started,
+                              "seconds": 0.0, "records": []}
+        labels = list(backends)
+        raw = {"seconds": 0.0, "tokens": 0, "package_seconds": 0.0}
+        for index, chunk in enumerate(chunks):
+            for label in labels[index % len(labels):] + labels[: index % len(labels)]:  # a rotating order
+                engine = backends[label]
+                reset_prefix(engine)
+                started = time.perf_counter()
+                done = generate_predictions(chunk, engine, fmt=args.fmt, settings=settings, batch_size=batch_size,
+                                            progress=False)
+                seconds = time.perf_counter() - started
+                figures[label]["seconds"] += seconds
+                figures[label]["records"] += done
+                if label == "vllm":
+                    by_id = {record["id"]: record for record in done}
+                    ordered = [{**by_id[row["id"]], "row": row} for row in chunk]
+                    raw_seconds, raw_tokens = raw_vllm(engine, args.fmt, ordered)
+                    raw["seconds"] += raw_seconds
+                    raw["tokens"] += raw_tokens
+                    raw["package_seconds"] += seconds
+    finally:
+        for label, engine in backends.items():
+            if label != "transformers" and hasattr(engine, "close"):
+                engine.close()
+
+    servers = "".join(f"; {label} = {url}" for label, _, url in args.engines if url)
+    print(f"engines at batch {batch_size}: {len(rows)} rows of {args.level} in {len(chunks)} rounds, each engine "
+          f"by the package's path, the same budgets and stops; start-up and warm-up excluded from the figures"
+          f"{servers}")
+    first = labels[0]
+    reference = {record["id"]: record["raw_output"] for record in figures[first]["records"]}
+    print(f"engine | start-up s | warm-up s | generation s | samples/s | generated tokens | tokens/s | "
+          f"outputs equal to {first}")
+    for label in labels:
+        result = figures[label]
+        records = result.pop("records")
+        counts = [record["generated_tokens"] for record in records]
+        tokens = sum(counts) if None not in counts else None  # a server that reports no usage
+        same = sum(reference[record["id"]] == record["raw_output"] for record in records)
+        result.update(samples=len(records), generated_tokens=tokens, identical_to_first=same,
+                      samples_per_second=len(records) / result["seconds"],
+                      tokens_per_second=tokens / result["seconds"] if tokens is not None else None)
+        print(" | ".join([label, f"{result['start_up_seconds']:.1f}", f"{result['warm_up_seconds']:.1f}",
+                          f"{result['seconds']:.2f}", f"{result['samples_per_second']:.2f}",
+                          "unknown" if tokens is None else str(tokens),
+                          "unknown" if tokens is None else f"{result['tokens_per_second']:.1f}",
+                          f"{same}/{len(records)}"]), flush=True)
+    if "vllm" in figures:
+        overhead = (raw["package_seconds"] - raw["seconds"]) / raw["seconds"]
+        figures["vllm"].update(raw_generate_seconds=raw["seconds"], raw_generate_tokens=raw["tokens"],
+                               package_overhead=overhead)
+        print(f"vllm: the package {raw['package_seconds']:.2f} s, raw LLM.generate {raw['seconds']:.2f} s on the same "
+              f"token ids asked for the package's realised token counts ({raw['tokens']} tokens, "
+              f"package {figures['vllm']['generated_tokens']}): package overhead {100 * overhead:+.1f}%")
+    print(f"engines run: load average {os.getloadavg()[0]:.1f} at the end", flush=True)
+    return figures
+
+
+def fail(message: str) -> NoReturn:
+    """Bad input: one line, status 2, before any work."""
+    print(f"bench_generation.py: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def check_engines(args) -> None:
+    """``--engines``, ``--engine-arg`` and the servers named, checked before any work; one line for the
+    first problem."""
+    from apibank.errors import UserError
+    from apibank.generate.backends.openai import check_endpoint
+    from apibank.generate.backends.options import parse_pair
+
+    try:
+        args.engines = parse_engines(args.engines) if args.engines is not None else []
+        args.engine_args = dict(parse_pair(text) for text in args.engine_args)
+    except ValueError as error:
+        fail(str(error))
+    for _, name, _ in args.engines:
+        problem = missing_engine(name)
+        if problem:
+            fail(problem)
+    if args.engine_args and "vllm" not in {name for _, name, _ in args.engines}:
+        fail("--engine-arg applies to the vllm engine; add vllm to --engines or drop --engine-arg")
+    for _, name, url in args.engines:
+        if name == "openai":
+            try:
+                check_endpoint(url, os.environ.get("OPENAI_API_KEY"), 10.0)
+            except UserError as error:
+                fail(f"--engines openai={url}: {str(error).removeprefix(f'--base-url {url}: ')}")
 
 
 def main() -> None:
@@ -134,7 +345,15 @@ def main() -> None:
     parser.add_argument("--no-thread-policy", action="store_true",
                         help="torch threads fixed at one per core, as the package ran before it sized them to the "
                         "cores other processes leave free")
+    parser.add_argument("--engines", nargs="+", default=None, metavar="ENGINE",
+                        help="also the same rows through each engine: transformers, vllm, openai=URL "
+                        "(at the largest batch size, in rounds)")
+    parser.add_argument("--engine-arg", dest="engine_args", action="append", default=[], metavar="KEY=VALUE",
+                        help="vllm engine: an engine argument of vLLM (repeat; values read as JSON where they parse)")
+    parser.add_argument("--served-model", default=None, metavar="NAME",
+                        help="openai engines: the model name the server serves (default: the model file's name)")
     args = parser.parse_args()
+    check_engines(args)
     if args.batching and args.device != "cpu":
         parser.error(f"--batching: on {args.device} the package path itself decodes with transformers' continuous "
                      "batching; drop --batching")
@@ -300,14 +519,18 @@ def run(args, dtype: str) -> None:
     same = all(results[b]["outputs"] == first_outputs for b in args.batch_sizes)
     print(f"greedy outputs identical across batch sizes ({dtype}): {same}; torch threads by batch "
           f"{backend.info().get('torch_threads_by_batch')}; load average at the end {os.getloadavg()[0]:.1f}")
+    engines = run_engines(args, dtype, model, backend, load_seconds, rows, settings) if args.engines else {}
     if args.json:
         info = {"model": model, "device": args.device, "gpu": gpu, "dtype": dtype, "rows": len(rows),
                 "level": args.level, "format": args.fmt, "torch": torch.__version__,
                 "transformers": transformers.__version__, "weight_bytes": weight_bytes,
                 "copy_bandwidth_bytes_per_second": bandwidth,
                 "busy_processes": args.busy, "model_info": backend.info(), "outputs_identical_across_batch_sizes": same,
-                "results": [{k: v for k, v in r.items() if k != "outputs"} for r in results.values()]}
+                "results": [{k: v for k, v in r.items() if k != "outputs"} for r in results.values()],
+                **({"engines": engines, "engine_args": args.engine_args} if engines else {})}
         Path(args.json).write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
+    if engines:
+        print("engines: " + " ".join(f"{label}={result['seconds']:.2f}s" for label, result in engines.items()))
     print("ratio: " + " ".join(f"b{b}={results[b]['package_over_hand']:.2f}x" for b in args.batch_sizes))
 
 
