@@ -221,8 +221,10 @@ def run_engines(args, dtype: str, model: str, backend, load_seconds: float, rows
                                                 concurrency=batch_size)
             start_up = load_seconds if name == "transformers" else time.perf_counter() - started
             started = time.perf_counter()
-            generate_predictions(rows[:2], backends[label], fmt=args.fmt, settings=settings, batch_size=2,
-                                 progress=False)  # warm-up
+            warm = generate_predictions(rows[:2], backends[label], fmt=args.fmt, settings=settings, batch_size=2,
+                                        progress=False)
+            if name == "vllm":  # the raw path's first call warmed up too
+                raw_vllm(backends[label], args.fmt, [{**record, "row": row} for record, row in zip(warm, rows)])
             figures[label] = {"start_up_seconds": start_up, "warm_up_seconds": time.perf_counter() - started,
                               "seconds": 0.0, "records": []}
         labels = list(backends)
