@@ -226,7 +226,7 @@ def run_engines(args, dtype: str, model: str, backend, load_seconds: float, rows
             if name == "vllm":  # the raw path's first call warmed up too
                 raw_vllm(backends[label], args.fmt, [{**record, "row": row} for record, row in zip(warm, rows)])
             figures[label] = {"start_up_seconds": start_up, "warm_up_seconds": time.perf_counter() - started,
-                              "seconds": 0.0, "records": []}
+                              "seconds": 0.0, "records": [], "model_info": backends[label].info()}
         labels = list(backends)
         raw = {"seconds": 0.0, "tokens": 0, "package_seconds": 0.0}
         for index, chunk in enumerate(chunks):
