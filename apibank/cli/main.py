@@ -30,6 +30,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "agent": ("apibank.cli.agent", "agentic episodes: the model drives the tool loop, judged on what it achieved"),
     "inspect-model": ("apibank.cli.inspect_model", "prepare the test extra's Gemma 3 270M for inspect-ai's hf/ provider"),
     "compare": ("apibank.cli.compare", "paired comparison of runs: differences, intervals, exact p-values, flips"),
+    "leaderboard": ("apibank.cli.leaderboard", "ranked tables of runs with intervals, paired tests and published figures"),
 }
 USAGE_ERROR = 2
 INTERRUPTED = 130

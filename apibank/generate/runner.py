@@ -17,6 +17,7 @@ from apibank.benchmark import BUDGET_MARGIN, MODEL_FORMAT, UNSIZED_MAX_NEW_TOKEN
 from apibank.generate.backends import Backend, Completion, DecodingSettings
 from apibank.generate.backends.base import OnCompletion
 from apibank.generate.conversation import Conversation, build_conversation
+from apibank.generate.interrupts import HeldInterrupt
 from apibank.generate.predictions import PredictionWriter, check_resumable, repair
 from apibank.generate.stops import answer_text, renders_plain_text, stops_for
 from apibank.notation import call_text
@@ -185,9 +186,10 @@ def generate_predictions(
         }
         if tool_call is not None:
             record["tool_call"] = tool_call
-        produced[record["id"]] = record
-        if writer is not None:
-            writer.write([record], sync=False)  # in the OS's hands at once; on disk at the batch's end
+        with HeldInterrupt():  # a Ctrl-C here waits until the line is written whole
+            produced[record["id"]] = record
+            if writer is not None:
+                writer.write([record], sync=False)  # in the OS's hands at once; on disk at the batch's end
         bar.update(1)
         elapsed = time.perf_counter() - started
         bar.set_postfix(rate=f"{len(produced) / elapsed:.2f}/s" if elapsed > 0 else "-", refresh=False)

@@ -60,6 +60,19 @@ def sign_test(favour_b: int, favour_a: int) -> float:
     return float(min(Fraction(1), Fraction(2 * tail, 2**total)))
 
 
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjustment of a family of p-values, in their given order: the i-th smallest of m is
+    multiplied by m - i + 1 (i from 1), kept at least as large as the adjusted ones before it and capped at 1.
+    Controls the chance of any false "significant" over the family (e.g. every pair of a leaderboard table)."""
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    adjusted = [1.0] * len(p_values)
+    running = 0.0
+    for step, index in enumerate(order):
+        running = max(running, min(1.0, (len(p_values) - step) * p_values[index]))
+        adjusted[index] = running
+    return adjusted
+
+
 def smallest_significant_count(alpha: float = ALPHA) -> int:
     """The fewest discordant samples, all one way, that the exact test calls significant (6 at 5%)."""
     count = 1
@@ -109,7 +122,9 @@ def _order(key: tuple[str, str, str]) -> tuple:
     return ({"paper": 0, "corrected": 1}.get(protocol, 2), protocol, level, METRIC_ORDER.get(metric, 9), metric)
 
 
-def _paired(key: tuple[str, str, str], a: Run, b: Run) -> dict[str, Any] | None:
+def paired(key: tuple[str, str, str], a: Run, b: Run) -> dict[str, Any] | None:
+    """The paired comparison of ``b`` against ``a`` on one (protocol, level, metric) over the samples both
+    scored (None when they share none): the entry :func:`compare_runs` lists and the leaderboard's matrix uses."""
     protocol, level, metric = key
     shared = sorted(set(a.samples[key]) & set(b.samples[key]))
     if not shared:
@@ -217,7 +232,7 @@ def compare_runs(a: Run, b: Run, *, allow_mismatch: bool = False) -> dict[str, A
                           "samples, or compare runs of the same data, protocols, prompt format and subset"
                           + "".join(f"; {d}" for d in samples) + f" ({a.path} vs {b.path})")
     keys = sorted(set(a.samples) & set(b.samples), key=_order)
-    comparisons = [entry for entry in (_paired(key, a, b) for key in keys) if entry is not None]
+    comparisons = [entry for entry in (paired(key, a, b) for key in keys) if entry is not None]
     if not comparisons:
         raise RunMismatch(f"{a.path} and {b.path} share no scored samples: nothing to compare")
     return {

@@ -467,8 +467,106 @@
     });
   }
 
+  // ---- leaderboards ----
+  var RATES = { api: 1, dialogue: 1, success: 1, pass_k: 1, pass_at_k: 1 };
+  function figureCell(key, cell) {
+    if (!cell) return el("td", { "class": "num", "data-sort": "" }, "-");
+    var rate = RATES[key], shown = rate ? pct(cell.value) : num(cell.value);
+    var count = cell.total !== undefined && cell.correct !== undefined && cell.correct !== null ? " (" + cell.correct + "/" + cell.total + ")" : "";
+    return el("td", { "class": "num", "data-sort": cell.value, "data-figure": key }, shown + count,
+      interval(cell.ci95, !!rate, cell.ci95_reason));
+  }
+  function sortable(table) {
+    // Click a header to sort by it (again: the other way); the URL hash (sort=LABEL&dir=asc|desc) sorts every table.
+    var heads = table.querySelectorAll("th");
+    function sortBy(index, descending) {
+      var body = table.tBodies[0], rows = Array.prototype.slice.call(body.rows);
+      rows.sort(function (a, b) {
+        var x = a.cells[index].getAttribute("data-sort"), y = b.cells[index].getAttribute("data-sort");
+        var nx = x === "" || x === null || isNaN(Number(x)) ? null : Number(x), ny = y === "" || y === null || isNaN(Number(y)) ? null : Number(y);
+        var order = nx !== null && ny !== null ? nx - ny : nx !== null ? 1 : ny !== null ? -1 : String(x).localeCompare(String(y));
+        return descending ? -order : order;
+      });
+      rows.forEach(function (r) { body.appendChild(r); });
+      Array.prototype.forEach.call(heads, function (h, i) { h.setAttribute("aria-sort", i === index ? (descending ? "descending" : "ascending") : "none"); });
+    }
+    Array.prototype.forEach.call(heads, function (h, i) {
+      h.classList.add("sortable");
+      h.addEventListener("click", function () { sortBy(i, h.getAttribute("aria-sort") === "ascending"); });
+    });
+    var params = new URLSearchParams((location.hash || "").replace(/^#/, ""));
+    var wanted = params.get("sort");
+    Array.prototype.forEach.call(heads, function (h, i) { if (wanted && h.textContent === wanted) sortBy(i, params.get("dir") === "desc"); });
+    return table;
+  }
+  function plainTable(headers, rows, attrs) {
+    return el("table", attrs || {}, el("thead", {}, el("tr", {}, headers.map(function (h) { return el("th", {}, h); }))),
+      el("tbody", {}, rows));
+  }
+  function boardTable(t, number) {
+    var heads = ["rank", "run"].concat(t.figures.map(function (f) { return f.label; }), ["source"]);
+    var rows = t.rows.map(function (r) {
+      var name = r.report ? el("a", { href: r.report }, r.run) : r.run;
+      return el("tr", { "class": "run-row", "data-run": r.run, "data-rank": r.rank }, el("td", { "class": "num", "data-sort": r.rank }, r.rank),
+        el("td", { "data-sort": r.run }, name), t.figures.map(function (f) { return figureCell(f.key, r.cells[f.key]); }),
+        el("td", { "data-sort": "run here" }, "run here"));
+    }).concat(t.references.map(function (r) {
+      var source = r.status + ": " + r.source + (r.recompute ? "; " + r.recompute : "");
+      return el("tr", { "class": "reported", "data-run": r.model }, el("td", { "class": "num", "data-sort": "" }, "-"),
+        el("td", { "data-sort": r.model }, r.model), t.figures.map(function (f) { return figureCell(f.key, r.cells[f.key]); }),
+        el("td", { "data-sort": source }, source));
+    }));
+    return sortable(plainTable(heads, rows, { "class": "board", id: "board-" + number }));
+  }
+  function boardTitle(t) {
+    return (t.group !== null ? "group " + t.group : "reported elsewhere") + ": " + (t.kind === "agentic" ? "setting " : "protocol ") +
+      t.protocol + ", " + t.level + (t.subset ? " (subset)" : "");
+  }
+  function matrixTable(t) {
+    var names = t.rows.map(function (r) { return r.run; }), cells = {};
+    t.matrix.pairs.forEach(function (p) { cells[p.row + "\u0000" + p.column] = p; });
+    return plainTable(["row - column"].concat(names), names.map(function (row) {
+      return el("tr", {}, el("td", {}, row), names.map(function (column) {
+        var p = cells[row + "\u0000" + column];
+        if (!p) return el("td", {}, "");
+        var ci = Array.isArray(p.ci95) ? " [" + (100 * p.ci95[0]).toFixed(2) + ", " + (100 * p.ci95[1]).toFixed(2) + "]" : "";
+        return el("td", { "class": "num pair", "data-p": p.p, "data-p-holm": p.p_holm, "data-n": p.n },
+          (p.difference >= 0 ? "+" : "") + (100 * p.difference).toFixed(2) + ci,
+          el("div", { "class": "ci" }, "p=" + p.p_shown + " · Holm p=" + p.p_holm_shown + " · n=" + p.n));
+      }));
+    }), { "class": "matrix" });
+  }
+  function leaderboardView(app) {
+    var board = DATA.board, number = 0;
+    append(app, [el("h1", {}, "API-Bank leaderboard"), el("p", { "class": "meta" },
+      board.groups.length + " group(s) of runs that share their samples; reference rows are never ranked")]);
+    board.kept_apart.forEach(function (k) {
+      append(app, el("p", { "class": "meta kept-apart" }, "kept apart: " + k.run + " is group " + k.group + " (" + k.reasons.join(" | ") + ")"));
+    });
+    var sections = board.groups.map(function (g) { return g.number; }).concat([null]);
+    sections.forEach(function (group) {
+      board.tables.filter(function (t) { return t.group === group; }).forEach(function (t) {
+        app.appendChild(el("h2", {}, boardTitle(t)));
+        app.appendChild(boardTable(t, number++));
+        if (t.matrix.pairs.length) {
+          app.appendChild(el("h3", {}, "paired " + t.matrix.metric + " differences (points), Holm-adjusted over the table's pairs"));
+          app.appendChild(matrixTable(t));
+        }
+      });
+      var g = board.groups.filter(function (x) { return x.number === group; })[0];
+      if (!g) return;
+      var keys = DATA.resource_columns.map(function (c) { return c[0]; });
+      app.appendChild(el("h3", {}, "group " + group + ": resources"));
+      app.appendChild(sortable(plainTable(["run"].concat(DATA.resource_columns.map(function (c) { return c[1]; })), g.resources.map(function (r) {
+        return el("tr", {}, el("td", { "data-sort": r.run }, r.run), keys.map(function (k) {
+          return el("td", { "class": "num", "data-sort": r[k] === null || r[k] === undefined ? "" : r[k] }, r[k] === null || r[k] === undefined ? "-" : r[k]);
+        }));
+      }), { "class": "resources" })));
+    });
+  }
+
   var app = document.getElementById("app");
-  ({ classic: classicView, agentic: agenticView, compare: compareView })[DATA.view](app);
+  ({ classic: classicView, agentic: agenticView, compare: compareView, leaderboard: leaderboardView })[DATA.view](app);
   document.documentElement.setAttribute("data-ready", "1");
   document.documentElement.setAttribute("data-render-ms", Math.round(performance.now()));
 })();

@@ -10,20 +10,16 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import struct
-import subprocess
 from pathlib import Path
 
 import pytest
+from support.browser import browse, loaded, needs_chromium
 
 import apibank_cli
 from apibank.report.html import write_compare_html
 
-CHROMIUM = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)), None)
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="no Chromium on PATH (apt-get install chromium); the viewer tests need a real browser"
-)
+pytestmark = needs_chromium
 
 # Hostile answers: markup, a script end tag, a script URL. They must show as text and never run.
 HOSTILE = [
@@ -32,26 +28,6 @@ HOSTILE = [
     "[ToolSearcher(keywords='<b>bold</b> & </SCRIPT>')]",
     "not a call at all",
 ]
-
-
-def _browse(url: str, *, screenshot: Path | None = None, size: str = "1280,900") -> tuple[str, list[str]]:
-    """The page's DOM after its scripts ran, and every console message Chromium logged."""
-    command = [CHROMIUM, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run", "--disable-extensions",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync",
-               "--no-proxy-server", "--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000",
-               f"--window-size={size}", "--hide-scrollbars"]
-    command += [f"--screenshot={screenshot}"] if screenshot else ["--dump-dom"]
-    done = subprocess.run(command + [url], capture_output=True, text=True, timeout=120, cwd=screenshot.parent if screenshot else None)
-    console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
-    return done.stdout, console
-
-
-def _loaded(path: Path, hash_: str = "") -> str:
-    dom, console = _browse(path.resolve().as_uri() + hash_)
-    assert console == [], f"console messages on {path.name}: {console}"
-    root = re.search(r"<html[^>]*>", dom).group(0)
-    assert 'data-ready="1"' in root and "data-errors" not in root, f"{path.name} did not draw cleanly: {root}"
-    return dom
 
 
 def _shown(dom: str) -> int:
@@ -106,7 +82,7 @@ def test_classic_page_loads_and_counts_equal_results_json(run_name, request):
     # Self-contained: one data element and one script, nothing fetched, no way out of the data element.
     assert html.count("</script>") == 2 and not re.search(r"<(link|img|iframe)\b|\bsrc=", html.split('id="run-data"')[0])
     results = json.loads((run / "results.json").read_text("utf-8"))
-    dom = _loaded(page)
+    dom = loaded(page)
     cells = _summary_cells(dom)
     assert cells, "no score cells"
     for cell in cells:
@@ -125,17 +101,17 @@ def test_filters_change_the_rows_shown(mixed_run):
     page = mixed_run / "report.html"
     wrong = [d for d in details if d["protocol"] == "paper" and d["verdict"] is False]
     assert 0 < len(wrong) < len(details)
-    assert _shown(_loaded(page, "#protocol=paper&verdict=wrong")) == len(wrong)
+    assert _shown(loaded(page, "#protocol=paper&verdict=wrong")) == len(wrong)
     level2 = [d for d in details if d["protocol"] == "corrected" and d["level"] == 2 and d["kind"] == "api"]
-    dom = _loaded(page, "#protocol=corrected&level=level-2&kind=api")
+    dom = loaded(page, "#protocol=corrected&level=level-2&kind=api")
     assert _shown(dom) == len(level2) and dom.count('<tr class="row"') == min(100, len(level2))
     category = next(d["category"] for d in wrong if d["category"])
-    assert _shown(_loaded(page, f"#protocol=paper&category={category}")) == sum(
+    assert _shown(loaded(page, f"#protocol=paper&category={category}")) == sum(
         d["protocol"] == "paper" and d["category"] == category for d in details)
 
 
 def test_hostile_outputs_show_as_text(mixed_run):
-    dom = _loaded(mixed_run / "report.html", "#protocol=paper&level=level-1&kind=api&expand=1")
+    dom = loaded(mixed_run / "report.html", "#protocol=paper&level=level-1&kind=api&expand=1")
     assert "pwned" not in re.search(r"<title>(.*?)</title>", dom).group(1)
     assert "&lt;/script&gt;&lt;script&gt;document.title='pwned'&lt;/script&gt;" in dom
     assert "<img src" not in dom.lower() and "<b>bold</b>" not in dom
@@ -145,12 +121,12 @@ def test_hostile_outputs_show_as_text(mixed_run):
 def test_agentic_page(agent_run):
     results = json.loads((agent_run / "results.json").read_text("utf-8"))["levels"]["level-3"]
     page = agent_run / "report.html"
-    dom = _loaded(page)
+    dom = loaded(page)
     cell = next(c for c in _summary_cells(dom) if c["metric"] == "succeeded")
     assert (int(cell["correct"]), int(cell["total"])) == (results["succeeded"], results["runs"])
     assert _shown(dom) == results["runs"]
-    assert _shown(_loaded(page, "#verdict=success")) == results["succeeded"]
-    dom = _loaded(page, "#tool=EmailReminder&expand=1")
+    assert _shown(loaded(page, "#verdict=success")) == results["succeeded"]
+    dom = loaded(page, "#tool=EmailReminder&expand=1")
     assert 0 < _shown(dom) < results["runs"] and "state difference" in dom and "executed calls" in dom
 
 
@@ -164,15 +140,15 @@ def test_compare_page_shows_flipped_samples_side_by_side(oracle_run, mixed_run, 
                   "comparisons": [{"protocol": "paper", "level": "level-1", "metric": "api", "n": 399, "a": 0.87, "b": 0.6,
                                    "difference": -0.27, "ci95": [-0.3, -0.2], "p": 1e-9, "flipped_samples": flips}]}
     page = write_compare_html({"comparisons": [comparison]}, tmp_path)
-    assert _shown(_loaded(page)) == len(flips) > 0
-    dom = _loaded(page, "#verdict=lost&expand=1")
+    assert _shown(loaded(page)) == len(flips) > 0
+    dom = loaded(page, "#verdict=lost&expand=1")
     assert _shown(dom) == sum(f["direction"] == "lost" for f in flips)
     assert dom.count('class="side"') == min(100, _shown(dom)) and "A: oracle" in dom and "B: mixed" in dom
 
 
 def test_screenshot_reads(mixed_run, tmp_path):
     shot = tmp_path / "report.png"
-    _browse((mixed_run / "report.html").resolve().as_uri(), screenshot=shot, size="1000,700")
+    browse((mixed_run / "report.html").resolve().as_uri(), screenshot=shot, size="1000,700")
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert struct.unpack(">II", data[16:24]) == (1000, 700) and len(data) > 20_000  # drawn, not blank
@@ -185,6 +161,6 @@ def test_a_one_dialogue_run_shows_why_it_has_no_interval(oracle_run, data_dir, t
              if json.loads(line)["id"].startswith("level-1/AddAgenda-AddAlarm-GetUserToken-level-2-1#")]
     (out / "predictions.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     assert apibank_cli.main(["score", str(out / "predictions.jsonl"), "--data-dir", str(data_dir)]) == 0
-    dom = _loaded(out / "report.html")
+    dom = loaded(out / "report.html")
     # level-1 and overall, API calls and responses, both protocols
     assert dom.count(">one dialogue: no interval<") == 8 and not re.search(r"95% CI \[-?\d", dom)  # none drawn

@@ -1,8 +1,9 @@
 """A local stand-in of the Hugging Face Hub API on 127.0.0.1, for tests that push.
 
 It answers what ``huggingface_hub`` calls when it creates repositories, commits files (directly or as
-pull requests), reads a dataset's info and downloads a file: ``/api/repos/create``,
-``/api/validate-yaml``, ``/api/<type>s/<repo>/preupload/<rev>``, ``/api/<type>s/<repo>/commit/<rev>``, ``/api/datasets/<repo>``
+pull requests), reads a dataset's info and its leaderboard and downloads a file: ``/api/repos/create``,
+``/api/validate-yaml``, ``/api/<type>s/<repo>/preupload/<rev>``, ``/api/<type>s/<repo>/commit/<rev>``, ``/api/datasets/<repo>``,
+``/api/datasets/<repo>/leaderboard`` (what a test puts in ``leaderboards[repo]``: the Hub's JSON entries)
 and ``/<prefix><repo>/resolve/<rev>/<path>``. Every upload mode is "regular" (files travel inline in
 the commit), so no LFS or Xet storage is involved. Repositories live in memory.
 
@@ -42,6 +43,7 @@ class HubStandIn:
         self.repos: dict[tuple[str, str], Repo] = {}
         self.requests: list[tuple[str, str]] = []
         self.validated: list[tuple[str, str]] = []
+        self.leaderboards: dict[str, list[dict]] = {}
         self.lock = threading.Lock()
         standin = self
 
@@ -121,6 +123,11 @@ class HubStandIn:
                 return handler._send(200, {"files": [
                     {"path": f["path"], "uploadMode": "regular", "shouldIgnore": False} for f in files]})
             return self._commit(handler, repo, body, "create_pr=1" in query)
+        match = re.fullmatch(r"/api/datasets/([^/]+/[^/]+)/leaderboard", path)
+        if method == "GET" and match:
+            if match.group(1) not in self.leaderboards:
+                return handler._send(404, {"error": "This dataset has no leaderboard"})
+            return handler._send(200, self.leaderboards[match.group(1)])
         match = re.fullmatch(r"/api/(model|dataset|space)s/([^/]+/[^/]+)(?:/revision/[^/]+)?", path)
         if method == "GET" and match:
             repo = self.repos.get((match.group(1), match.group(2)))

@@ -135,29 +135,21 @@ class GreedyDecoder:
         self._kept = (cache, list(ids)) if self.reuse_prefix else None
         return cache, output.logits[0, -1], reused
 
-    def _prefill_rows(self, prompts, outputs, pick) -> tuple[Any, list[int]]:
-        """Each prompt alone (prefix reuse), stacked left-padded into one batch cache: (cache, first tokens)."""
-        n, width = len(prompts), max(len(p) for p in prompts)
-        layers: list[tuple[Any, Any]] = []  # per layer, the batch's keys and values, left-padded
+    def _prefill_rows(self, prompts, outputs, pick, room: int) -> tuple[Any, list[int]]:
+        """Each prompt alone (prefix reuse), stacked left-padded into one batch cache with ``room`` positions
+        free for the tokens to come: (cache, first tokens)."""
+        from apibank.generate.backends.kv_buffers import BatchCacheBuilder
+
+        batch = BatchCacheBuilder(model_cache(self.model), len(prompts), max(len(p) for p in prompts), room)
         first = []
         for row, ids in enumerate(prompts):
             started = time.perf_counter()
             cache, logits, reused = self._prefill_one(list(ids))
             first.append(pick(logits, row))
             outputs[row].reused_prompt_tokens = reused
-            pad = width - len(ids)
-            for index, layer in enumerate(cache.layers):
-                keys, values = layer.keys, layer.values
-                if row == 0:
-                    layers.append((keys.new_zeros((n, keys.shape[1], width, keys.shape[3])),
-                                   values.new_zeros((n, values.shape[1], width, values.shape[3]))))
-                layers[index][0][row, :, pad:width] = keys[0]
-                layers[index][1][row, :, pad:width] = values[0]
+            batch.place(row, cache)
             outputs[row].seconds += time.perf_counter() - started
-        batch_cache = model_cache(self.model)
-        for index, (keys, values) in enumerate(layers):
-            batch_cache.update(keys, values, index)
-        return batch_cache, first
+        return batch.build(), first
 
     # ----------------------------------------------------------------------------- decode
     def generate(
@@ -191,7 +183,7 @@ class GreedyDecoder:
         width = max(len(p) for p in prompts)
         steps = max(budgets)
         with torch.inference_mode():
-            batch_cache, first = self._prefill_rows(prompts, outputs, pick)
+            batch_cache, first = self._prefill_rows(prompts, outputs, pick, steps)
             mask = torch.zeros((n, width + steps), dtype=torch.long)
             for row, ids in enumerate(prompts):
                 mask[row, width - len(ids) : width] = 1

@@ -15,6 +15,7 @@ from apibank.generate.backends.base import Backend, Completion, DecodingSettings
 from apibank.generate.backends.http import EndpointError, HttpClient
 from apibank.generate.backends.options import Option, positive_seconds
 from apibank.generate.conversation import Conversation
+from apibank.generate.interrupts import HeldInterrupt
 from apibank.generate.templates import ESCALATION, ORDER, Adaptation, adapt, tool_result_text
 from apibank.generate.toolcalls import calls_from_message, calls_in_text
 
@@ -247,21 +248,24 @@ class OpenAIBackend(Backend):
 
         threads = [threading.Thread(target=worker, daemon=True) for _ in range(min(self.concurrency, len(pending)))]
         try:
-            for thread in threads:
-                thread.start()
-            while len(results) < len(conversations):
-                try:
-                    take(*arrived.get(timeout=0.1))
-                except queue.Empty:
-                    if not any(thread.is_alive() for thread in threads) and arrived.empty():
-                        raise AssertionError("the request threads ended without an answer for every row") from None
-        except KeyboardInterrupt:
-            self._stop.set()
-            while not arrived.empty():  # responses that came back but were not handed over yet
-                index, outcome = arrived.get()
-                if isinstance(outcome, Completion):
-                    take(index, outcome)
-            raise
+            # Ctrl-C is held while an answer goes from the queue to on_completion, so that none that came back
+            # is lost; it is acted on within one wait (0.1 s), after handing over every answer that arrived.
+            with HeldInterrupt() as held:
+                for thread in threads:
+                    thread.start()
+                while len(results) < len(conversations):
+                    if held.pending:
+                        self._stop.set()
+                        while not arrived.empty():
+                            index, outcome = arrived.get()
+                            if isinstance(outcome, Completion):
+                                take(index, outcome)
+                        held.raise_if_pending()
+                    try:
+                        take(*arrived.get(timeout=0.1))
+                    except queue.Empty:
+                        if not any(thread.is_alive() for thread in threads) and arrived.empty():
+                            raise AssertionError("the request threads ended without an answer for every row") from None
         except BaseException:
             self._stop.set()
             raise
