@@ -25,7 +25,7 @@ REPLY = "API-Request: [ToolSearcher(keywords='alarm')]\nmore text after the stop
 def _bench(*argv: str, data_dir: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     return subprocess.run([sys.executable, str(SCRIPT), "--data-dir", str(data_dir), *argv], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=900)
+                          capture_output=True, text=True, timeout=900, check=False)
 
 
 def test_engines_line_comes_before_the_ratio_line(data_dir):
@@ -53,8 +53,8 @@ def test_engines_line_comes_before_the_ratio_line(data_dir):
     (["openai"], r"--engines openai: give the server's API root"),
     (["transformers", "transformers"], r"--engines transformers: named twice"),
     (["openai=http://127.0.0.1:9/v1"], r"--engines openai=http://127.0.0.1:9/v1: no server answers"),
-    (["vllm"], r"--engines vllm: vLLM is not installed in this Python \(.*\); run the script with the Python of "
-               r"vLLM's environment .*or drop vllm from --engines"),
+    (["vllm"], (r"--engines vllm: vLLM is not installed in this Python \(.*\); run the script with the Python "
+                r"of vLLM's environment .*or drop vllm from --engines")),
 ])
 def test_bad_engines_are_refused_in_one_line_before_any_work(engines, message, data_dir):
     if engines == ["vllm"] and importlib.util.find_spec("vllm") is not None:

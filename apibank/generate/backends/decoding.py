@@ -3,8 +3,9 @@
 On a CPU every prompt token costs compute, so the prefill does as few as it can: each prompt runs on
 its own (no padding work) and, when consecutive prompts share a token prefix (rows of one dialogue),
 the KV cache of that prefix is kept and only the new tokens run, across calls too; the rows' caches
-are then stacked, left-padded, into the model's own cache type (sliding-window layers keep only their
-window). Only the last position's logits are computed.
+are then stacked, left-padded, into buffers sized for the whole generation
+(:mod:`~apibank.generate.backends.kv_buffers`), where each decode step writes its token in place. Only
+the last position's logits are computed.
 
 Off the CPU the backend decodes with transformers' continuous batching instead
 (:mod:`~apibank.generate.backends.continuous`), which on a CPU took 1.5 to 2.6 times this decoder's time
@@ -28,6 +29,7 @@ import inspect
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
+
 
 @dataclass
 class RowOutput:
