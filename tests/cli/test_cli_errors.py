@@ -63,6 +63,10 @@ MISTAKES = {
     "no base url": (["--model", "m", "--backend", "openai"], r"--backend openai needs --base-url"),
     "bad timeout": (["--model", "oracle", "--request-timeout", "0"], r"--request-timeout 0.0: give a positive"),
     "zero limit": (["--model", "oracle", "--limit", "0"], r"--limit 0: must be at least 1"),
+    "zero threads": (["--model", "oracle", "--threads", "0"], r"--threads 0: must be at least 1"),
+    "threads to a server": (["--model", "m", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1",
+                             "--threads", "2"], r"--threads applies to --backend transformers; --backend openai "
+                            r"does not take it: drop --threads"),
     "output is a file": (["--model", "oracle", "--output", "{gguf}"], r"a file, not a folder"),
     "no data dir": (["--model", "oracle", "--data-dir", "{tmp}/nowhere"], r"--data-dir .*: no such folder"),
     "resume mismatch": (["--model", "oracle", "--format", "chat", "--output", "{previous}"],

@@ -1,18 +1,22 @@
-"""Greedy decoding over a causal LM's forward pass, close to the hardware floor on a CPU and on a GPU.
+"""The transformers backend's decoder on a CPU: greedy decoding over the model's forward pass.
 
-* Prefill, two ways (``prefill``): ``"rows"`` runs each prompt on its own (no padding work) and, when
-  consecutive prompts share a token prefix (rows of one dialogue), keeps the KV cache of that prefix
-  and runs only the new tokens; the rows' caches are then stacked, left-padded, into the model's own
-  cache type (sliding-window layers keep only their window). ``"batch"`` runs every prompt in one
-  left-padded forward pass, straight into the batch's cache. ``"auto"`` takes ``"rows"`` on a CPU
-  (compute-bound: padding and repeated prefixes cost time) and ``"batch"`` elsewhere (a GPU pays per
-  forward pass, not per token). Either way only the last position's logits are computed.
-* Each decode step picks every row's token on the device and copies them to the host in one transfer.
+On a CPU every prompt token costs compute, so the prefill does as few as it can: each prompt runs on
+its own (no padding work) and, when consecutive prompts share a token prefix (rows of one dialogue),
+the KV cache of that prefix is kept and only the new tokens run, across calls too; the rows' caches
+are then stacked, left-padded, into buffers sized for the whole generation
+(:mod:`~apibank.generate.backends.kv_buffers`), where each decode step writes its token in place. Only
+the last position's logits are computed.
+
+Off the CPU the backend decodes with transformers' continuous batching instead
+(:mod:`~apibank.generate.backends.continuous`), which on a CPU took 1.5 to 2.6 times this decoder's time
+(benchmarks/README.md): for models with sliding-window layers it reuses no prompt prefix, and its
+packed prefill and paged cache reads cost more per token here.
+
+* Each decode step picks every row's token and copies them to the host at once.
 * Each row stops on its own (EOS, ``should_stop`` on its generated ids, or its token budget), and is
   handed to ``on_row`` then, so that the caller can save it before the batch ends.
-  Finished rows are dropped from the batch (every layer's cache compacted once) when the share of
-  live rows falls to ``compact_at``: half on a CPU, where each row costs compute, a quarter elsewhere,
-  where a step reads the weights whatever the batch and the compaction itself is what costs.
+  Finished rows are dropped from the batch (every layer's cache compacted once) when half of it has
+  finished: each row costs compute.
 * Greedy by default; with a ``temperature``, each row samples with its own seeded generator, so that
   its tokens do not depend on the rows batched with it.
 
@@ -25,8 +29,6 @@ import inspect
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
-
-PREFILL_MODES = ("auto", "rows", "batch")
 
 
 @dataclass
@@ -97,17 +99,12 @@ def take_tokens(host: Sequence[int], members: Sequence[int], live: list[bool], o
 class GreedyDecoder:
     """Greedy decoding of token-id prompts with ``model``; keeps the last prompt's cache for reuse."""
 
-    def __init__(self, model, *, eos_ids: Sequence[int], reuse_prefix: bool = True, prefill: str = "auto",
-                 pad_id: int = 0) -> None:
-        if prefill not in PREFILL_MODES:
-            raise ValueError(f"prefill must be one of {PREFILL_MODES}, got {prefill!r}")
+    compact_at = 0.5  # drop finished rows once this share of the batch is left
+
+    def __init__(self, model, *, eos_ids: Sequence[int], reuse_prefix: bool = True) -> None:
         self.model = model
         self.eos_ids = set(eos_ids)
         self.reuse_prefix = reuse_prefix
-        self.pad_id = pad_id
-        on_cpu = model.device.type == "cpu"
-        self.prefill = ("rows" if on_cpu else "batch") if prefill == "auto" else prefill
-        self.compact_at = 0.5 if on_cpu else 0.25
         self._cache_arg = _cache_argument(model)
         self._kept: tuple[Any, list[int]] | None = None  # (DynamicCache of a prompt, its ids)
 
@@ -156,21 +153,6 @@ class GreedyDecoder:
             outputs[row].seconds += time.perf_counter() - started
         return batch.build(), first
 
-    def _prefill_batch(self, prompts, outputs, pick) -> tuple[Any, list[int]]:
-        """Every prompt in one left-padded forward pass: (cache, first tokens)."""
-        started = time.perf_counter()
-        ids, mask, positions = left_padded(prompts, self.pad_id, self.model.device)
-        cache = model_cache(self.model)
-        output = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True,
-                            logits_to_keep=1, **{self._cache_arg: cache})
-        logits = output.logits[:, -1]
-        first = logits.argmax(-1).tolist() if pick is None else [pick(logits[row], row) for row in range(len(prompts))]
-        self._kept = None
-        share = (time.perf_counter() - started) / len(prompts)
-        for out in outputs:
-            out.seconds += share
-        return cache, first
-
     # ----------------------------------------------------------------------------- decode
     def generate(
         self,
@@ -203,10 +185,7 @@ class GreedyDecoder:
         width = max(len(p) for p in prompts)
         steps = max(budgets)
         with torch.inference_mode():
-            if self.prefill == "rows":
-                batch_cache, first = self._prefill_rows(prompts, outputs, pick, steps)
-            else:
-                batch_cache, first = self._prefill_batch(prompts, outputs, None if generators is None else pick)
+            batch_cache, first = self._prefill_rows(prompts, outputs, pick, steps)
             mask = torch.zeros((n, width + steps), dtype=torch.long)
             for row, ids in enumerate(prompts):
                 mask[row, width - len(ids) : width] = 1

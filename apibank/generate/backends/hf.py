@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any, Sequence
 
 from apibank.benchmark import TEMPLATE_MODES
@@ -137,18 +136,19 @@ def _cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
-def available_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
 class TransformersBackend(_HFRendering, Backend):
-    """``AutoModelForCausalLM`` from a Hub id, a local folder or a local ``.gguf`` file, decoded greedily by
-    :class:`~apibank.generate.backends.decoding.GreedyDecoder` (per-row stops on the generated text only,
-    per-row token budgets, prompt-prefix reuse; ``prefill`` as there), or with ``compile=True`` (a CUDA
-    GPU only) by :class:`~apibank.generate.backends.compiled.CompiledDecoder` (static cache, CUDA graphs)."""
+    """``AutoModelForCausalLM`` from a Hub id, a local folder or a local ``.gguf`` file. Every decoder stops
+    each row on its own (the stop rule on the generated text only, its own token budget, EOS):
+
+    * on a CPU, :class:`~apibank.generate.backends.decoding.GreedyDecoder` (each prompt prefilled alone,
+      a prefix shared with the previous prompt reused), where the library's continuous batching is slower;
+    * elsewhere, transformers' continuous batching
+      (:class:`~apibank.generate.backends.continuous.ContinuousDecoder`);
+    * with ``compile=True`` (a CUDA GPU only), :class:`~apibank.generate.backends.compiled.CompiledDecoder`
+      (static cache, CUDA graphs).
+
+    On a CPU, torch's thread count is set before each batch to the cores that other processes leave free
+    (:class:`~apibank.generate.backends.loading.CpuThreads`; ``threads`` fixes it) and recorded in :meth:`info`."""
 
     name = "transformers"
     options = (
@@ -158,6 +158,9 @@ class TransformersBackend(_HFRendering, Backend):
         TRUST_REMOTE_CODE, CHAT_TEMPLATE,
         Option("compile", "on a CUDA GPU: static KV cache and CUDA graphs (torch.compile), greedy only; "
                "compile time is reported apart in usage", kind="switch", default=False),
+        Option("threads", "on a CPU: a fixed torch thread count (default: set before each batch to the cores "
+               "that other processes leave free; OMP_NUM_THREADS also fixes it)", type=int, minimum=1,
+               metavar="N"),
     )
 
     @classmethod
@@ -183,19 +186,18 @@ class TransformersBackend(_HFRendering, Backend):
         model_kwargs: dict[str, Any] | None = None,
         threads: int | None = None,
         reuse_prefix: bool = True,
-        prefill: str = "auto",
         compile: bool = False,
     ) -> None:
         import torch
 
-        from apibank.generate.backends.decoding import GreedyDecoder
-        from apibank.generate.backends.loading import load_tokenizer_and_model, resolve_model
+        from apibank.generate.backends.loading import CpuThreads, load_tokenizer_and_model, resolve_model
 
         if compile:  # refused before the model loads
             from apibank.generate.backends.compiled import check_compile_device
 
             check_compile_device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         self.compile = compile
+        self.cpu_threads = CpuThreads(threads)
         self.source = resolve_model(model)
         self.model_id = model
         self.revision = revision
@@ -214,21 +216,25 @@ class TransformersBackend(_HFRendering, Backend):
             self.model.to(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         self.model.eval()
         if self.model.device.type == "cpu":
-            torch.set_num_threads(threads or available_cores())
+            torch.set_num_threads(self.cpu_threads.initial())
         eos = self.model.generation_config.eos_token_id
         eos_ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
         if self.tokenizer.eos_token_id is not None:
             eos_ids.add(self.tokenizer.eos_token_id)
         self.eos_ids = sorted(eos_ids)
-        pad_id = self.tokenizer.pad_token_id or 0
         if compile:
             from apibank.generate.backends.compiled import CompiledDecoder, check_compile_device
 
             check_compile_device(str(self.model.device))
-            self.decoder = CompiledDecoder(self.model, eos_ids=self.eos_ids, pad_id=pad_id)
+            self.decoder = CompiledDecoder(self.model, eos_ids=self.eos_ids, pad_id=self.tokenizer.pad_token_id or 0)
+        elif self.model.device.type == "cpu":
+            from apibank.generate.backends.decoding import GreedyDecoder
+
+            self.decoder = GreedyDecoder(self.model, eos_ids=self.eos_ids, reuse_prefix=reuse_prefix)
         else:
-            self.decoder = GreedyDecoder(self.model, eos_ids=self.eos_ids, reuse_prefix=reuse_prefix,
-                                         prefill=prefill, pad_id=pad_id)
+            from apibank.generate.backends.continuous import ContinuousDecoder
+
+            self.decoder = ContinuousDecoder(self.model, eos_ids=self.eos_ids)
 
     def info(self) -> dict[str, Any]:
         import torch
@@ -245,7 +251,9 @@ class TransformersBackend(_HFRendering, Backend):
             "device": str(self.model.device),
             "chat_template": self.chat_template,
             "chat_template_sha256": template_sha256(self.tokenizer),
+            "decoder": type(self.decoder).__name__,
             "torch_threads": torch.get_num_threads(),
+            **(self.cpu_threads.info() if self.model.device.type == "cpu" else {}),
             **({"compile": True, "compile_seconds": round(self.decoder.compile_seconds, 3)} if self.compile else {}),
         }
 
@@ -287,6 +295,8 @@ class TransformersBackend(_HFRendering, Backend):
     def generate(self, conversations, prompts, settings, on_completion=None):
         if not conversations:
             return []
+        if self.model.device.type == "cpu":
+            self.cpu_threads.adjust()
         add_special = self._add_special_tokens(conversations[0])
         encoded = [self.tokenizer(prompt, add_special_tokens=add_special)["input_ids"] for prompt in prompts]
         budgets = [settings.max_tokens_for(c.level, c.kind) for c in conversations]
@@ -310,7 +320,11 @@ class TransformersBackend(_HFRendering, Backend):
             done[row] = self._completion(conversations[row], prompts[row], output)
             on_completion(row, done[row])
 
-        rows = self.decoder.generate(encoded, budgets, should_stop, temperature=settings.temperature,
-                                     seed=settings.seed, on_row=on_row if on_completion is not None else None)
+        try:
+            rows = self.decoder.generate(encoded, budgets, should_stop, temperature=settings.temperature,
+                                         seed=settings.seed, on_row=on_row if on_completion is not None else None)
+        finally:
+            if self.model.device.type == "cpu":
+                self.cpu_threads.batch_ended()
         return [done.get(index) or self._completion(conversation, prompt, row)
                 for index, (conversation, prompt, row) in enumerate(zip(conversations, prompts, rows))]

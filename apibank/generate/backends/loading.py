@@ -7,6 +7,8 @@ transformers folder in a cache keyed by the file's SHA-256 and the transformers 
 run loads that folder in seconds. ``APIBANK_GGUF_CACHE`` names the cache folder (default
 ``$HF_HOME/apibank/gguf``); ``APIBANK_GGUF_CACHE=off`` disables it.
 
+How many threads torch computes with on a CPU is decided here too (:class:`CpuThreads`).
+
 Loaders that take a tokenizer folder beside the GGUF file (inspect-ai's ``hf`` provider: ``model_path``,
 ``gguf_file``, ``tokenizer_path``) get one from :func:`prepare_gguf_folder`: the converted tokenizer
 (from the same cache), a chat template of the caller's choice, and optionally a link to the GGUF file.
@@ -18,6 +20,7 @@ import hashlib
 import os
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -234,6 +237,100 @@ def prepare_gguf_folder(
             except OSError:
                 shutil.copyfile(original, target)
     return out
+
+
+# ------------------------------------------------------------------------------ torch's CPU threads
+THREADS_ENV = "OMP_NUM_THREADS"  # a fixed thread count, as torch itself reads it
+
+
+def available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _busy_seconds(cores: set[int]) -> float | None:
+    """CPU seconds spent busy (not idle, not waiting on I/O) on ``cores`` since boot, all processes; None
+    where the system does not say (no /proc/stat)."""
+    try:
+        lines = Path("/proc/stat").read_text().splitlines()
+    except OSError:
+        return None
+    ticks = 0
+    for line in lines:
+        name, *fields = line.split()
+        if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cores:
+            values = [int(field) for field in fields[:8]]  # user nice system idle iowait irq softirq steal
+            ticks += sum(values) - values[3] - values[4]
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+class CpuThreads:
+    """How many threads torch computes with on a CPU, set before each batch.
+
+    OpenMP threads that wait at the end of a parallel region spin on their core for a while. When
+    another process keeps a core busy, torch's threads spin on the cores the working ones need, and a
+    batch took 6 to 10 times its quiet time (benchmarks/README.md). So, unless a count is fixed (``threads``,
+    or ``OMP_NUM_THREADS`` in the environment), each batch gets one thread per core that the other
+    processes left free while the previous batch ran (the CPU time on this process's cores, less this
+    process's own, over the batch's wall time), at least one: all the cores on a quiet machine, one fewer
+    per busy process. Only the batches' own time counts: what runs between them (another engine that a
+    benchmark interleaves, a caller's own work) does not. Where the system does not report its CPU time
+    (no /proc/stat), all the cores.
+    """
+
+    def __init__(self, threads: int | None = None) -> None:
+        fixed = threads or (int(os.environ[THREADS_ENV]) if os.environ.get(THREADS_ENV, "").isdigit() else None)
+        self.fixed = fixed if fixed and fixed > 0 else None
+        self.source = "threads" if threads else THREADS_ENV if self.fixed else "cores left free by other processes"
+        self.cores = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else set()
+        self.count = available_cores()
+        self.chosen: dict[int, int] = {}  # thread count -> batches run with it
+        self._mark: tuple[float, float | None, float] | None = None  # when the running batch started
+        self._free: float | None = None  # cores left free while the previous batch ran (None: unknown)
+
+    def _now(self) -> tuple[float, float | None, float]:
+        times = os.times()
+        return time.perf_counter(), _busy_seconds(self.cores), times.user + times.system
+
+    def free_cores(self) -> float | None:
+        """Cores the other processes left free since the running batch started (None where unknown)."""
+        if self._mark is None:
+            return None
+        (wall, busy, own), (wall0, busy0, own0) = self._now(), self._mark
+        if busy is None or busy0 is None or wall - wall0 < 0.05:
+            return None
+        others = max(0.0, (busy - busy0) - (own - own0)) / (wall - wall0)
+        return self.count - others
+
+    def initial(self) -> int:
+        """The count to start with: the fixed one, or every core."""
+        return self.fixed or self.count
+
+    def adjust(self) -> int:
+        """Sets torch's thread count for the batch about to run and starts measuring it; returns the count."""
+        import torch
+
+        count = self.fixed
+        if count is None:
+            free = self._free
+            count = self.count if free is None else max(1, min(self.count, int(free + 0.5)))
+            self._mark = self._now()
+        if count != torch.get_num_threads():
+            torch.set_num_threads(count)
+        self.chosen[count] = self.chosen.get(count, 0) + 1
+        return count
+
+    def batch_ended(self) -> None:
+        """Measures the batch that just ended, for the next one."""
+        if self.fixed is None:
+            self._free = self.free_cores()
+            self._mark = None
+
+    def info(self) -> dict[str, Any]:
+        return {"torch_threads_from": self.source,
+                "torch_threads_by_batch": {str(count): batches for count, batches in sorted(self.chosen.items())}}
 
 
 def packaged_gemma() -> Path:
