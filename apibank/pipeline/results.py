@@ -214,6 +214,7 @@ def usage_line(usage: Mapping[str, Any]) -> str:
     parts = [f"{usage.get('samples')} samples in {usage['seconds']:.1f} s"]
     if usage.get("earlier_runs"):  # a resumed run: its own samples and time, then the earlier runs'
         parts[0] += " (" + "; ".join(
+            f"{label}: 0" if not part["samples"] else
             f"{label}: {part['samples']} in " + ("?" if part["seconds"] is None else f"{part['seconds']:.1f} s")
             for label, part in (("this run", usage["this_run"]), ("earlier runs", usage["earlier_runs"]))) + ")"
     if usage.get("samples_per_second") is not None:

@@ -236,3 +236,11 @@ def test_a_folder_takes_more_levels(data_dir, tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert "this run has max_new_tokens for level-1/response=50, the predictions in" in err and "have 611" in err
     assert "(the whole message" not in err
+
+
+def test_usage_line_of_a_resume_that_had_nothing_left_to_do():
+    from apibank.pipeline.results import usage_line
+
+    line = usage_line({"samples": 12, "seconds": 135.3, "this_run": {"samples": 0, "seconds": None},
+                       "earlier_runs": {"samples": 12, "seconds": 135.3}})
+    assert line.startswith("usage: 12 samples in 135.3 s (this run: 0; earlier runs: 12 in 135.3 s)")
