@@ -107,6 +107,9 @@ class GreedyDecoder:
         self.reuse_prefix = reuse_prefix
         self._cache_arg = _cache_argument(model)
         self._kept: tuple[Any, list[int]] | None = None  # (DynamicCache of a prompt, its ids)
+        from apibank.generate.backends.output_layer import choose_output_product
+
+        self.output_product = choose_output_product(model)  # measured on this CPU: see output_layer
 
     # ---------------------------------------------------------------------------- prefill
     def _prefill_one(self, ids: list[int]):

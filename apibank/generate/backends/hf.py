@@ -252,6 +252,7 @@ class TransformersBackend(_HFRendering, Backend):
             "chat_template": self.chat_template,
             "chat_template_sha256": template_sha256(self.tokenizer),
             "decoder": type(self.decoder).__name__,
+            **({"output_product": self.decoder.output_product} if hasattr(self.decoder, "output_product") else {}),
             "torch_threads": torch.get_num_threads(),
             **(self.cpu_threads.info() if self.model.device.type == "cpu" else {}),
             **({"compile": True, "compile_seconds": round(self.decoder.compile_seconds, 3)} if self.compile else {}),
