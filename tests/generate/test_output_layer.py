@@ -25,8 +25,8 @@ def test_rows_first_product_equals_the_linear_layer(rows):
     assert wrapped.weight is linear.weight  # the tied weights stay shared
 
 
-def test_the_chosen_form_leaves_the_models_logits(sliding_model):
-    model = sliding_model
+def test_the_chosen_form_leaves_the_models_logits(sliding_gemma):
+    model = sliding_gemma
     ids = torch.randint(3, 300, (12, 9), generator=torch.Generator().manual_seed(0))
     with torch.inference_mode():
         before = model(input_ids=ids).logits
@@ -34,14 +34,5 @@ def test_the_chosen_form_leaves_the_models_logits(sliding_model):
         after = model(input_ids=ids).logits
     assert choice in ("linear", "rows-first")
     assert torch.allclose(before, after, atol=1e-5)
+    assert choose_output_product(model) == choice  # asked again (another decoder of the model): the same answer
 
-
-@pytest.fixture
-def sliding_model():
-    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
-
-    torch.manual_seed(0)
-    config = Gemma3TextConfig(vocab_size=300, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                              num_attention_heads=2, num_key_value_heads=1, head_dim=16, sliding_window=16,
-                              layer_types=["sliding_attention", "full_attention"], max_position_embeddings=512)
-    return Gemma3ForCausalLM(config).eval()

@@ -11,11 +11,13 @@ made, not assumed; the two differ only in the order of the float additions (the 
 from __future__ import annotations
 
 import time
+from functools import cache
 from typing import Any
 
 FEW_ROWS = range(2, 17)  # where the other form may win; one row and larger batches keep F.linear
 
 
+@cache  # one class, so that a model already given it is recognised
 def _rows_first_module():
     import torch
 
@@ -57,6 +59,8 @@ def choose_output_product(model: Any) -> str:
     import torch
 
     head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    if isinstance(head, _rows_first_module()):  # chosen already, by an earlier decoder of this model
+        return "rows-first"
     if type(head) is not torch.nn.Linear or head.weight.device.type != "cpu":
         return "linear"
     name = next((child for child, module in model.named_children() if module is head), None)
