@@ -250,6 +250,18 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
+def available_memory() -> int:
+    """Bytes of memory available to a new process (``MemAvailable``; free pages where it is not known)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
 def _busy_seconds(cores: set[int]) -> float | None:
     """CPU seconds spent busy (not idle, not waiting on I/O) on ``cores`` since boot, all processes; None
     where the system does not say (no /proc/stat)."""

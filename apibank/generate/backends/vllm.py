@@ -19,6 +19,7 @@ from typing import Any
 from apibank.errors import UsageError, require_extra
 from apibank.generate.backends.base import Backend, Completion, DecodingSettings
 from apibank.generate.backends.hf import _HFRendering, template_sha256
+from apibank.generate.backends.loading import available_memory
 from apibank.generate.backends.options import CHAT_TEMPLATE, DTYPE, REVISION, TRUST_REMOTE_CODE, Option, parse_pair
 from apibank.generate.stops import StopWatch
 
@@ -58,18 +59,6 @@ CPU_KV_CACHE_BOUNDS = (1 * GIB, 4 * GIB)
 # and a model's full context (32,768 for Gemma 3) would not fit such a cache at all.
 CPU_MAX_MODEL_LEN = 4096
 CPU_ENV = {"VLLM_CPU_NUM_OF_RESERVED_CPU": "0"}  # every core computes (by default vLLM keeps one back)
-
-
-def available_memory() -> int:
-    """Bytes of memory available to a new process (``MemAvailable``; free pages where it is not known)."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
 def model_context_length(folder: str) -> int | None:
