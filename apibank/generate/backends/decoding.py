@@ -106,55 +106,147 @@ class GreedyDecoder:
         self.eos_ids = set(eos_ids)
         self.reuse_prefix = reuse_prefix
         self._cache_arg = _cache_argument(model)
-        self._kept: tuple[Any, list[int]] | None = None  # (DynamicCache of a prompt, its ids)
+        self._kept: tuple[Any, list[int]] | None = None  # (prompt cache of a prompt, its ids)
         from apibank.generate.backends.output_layer import choose_output_product
 
         self.output_product = choose_output_product(model)  # measured on this CPU: see output_layer
+        self._body = _body_before_output_layer(model)
+        self._packing = self._packing_kinds() if reuse_prefix else None
 
     # ---------------------------------------------------------------------------- prefill
-    def _prefill_one(self, ids: list[int]):
-        """(cache after the prompt, next-token logits, reused prompt tokens) for one prompt."""
+    def _prefill_one(self, ids: list[int], *, last: bool = True):
+        """(cache after the prompt, what the output layer takes for its last position, reused prompt tokens)
+        for one prompt: the last position's hidden state where the output layer is applied apart
+        (``self._body``), else its logits. ``last=False``: the cache only (nothing run if it holds the prompt)."""
         import torch
         from transformers import DynamicCache
+
+        from apibank.generate.backends.kv_buffers import cut_back, prompt_cache
 
         reused = 0
         cache = None
         if self.reuse_prefix and self._kept is not None:
             kept_cache, kept_ids = self._kept
-            limit = min(len(kept_ids), len(ids) - 1)
+            limit = min(len(kept_ids), len(ids) - (1 if last else 0))
             while reused < limit and kept_ids[reused] == ids[reused]:
                 reused += 1
             if reused:
                 cache = kept_cache
-                for layer in cache.layers:
-                    layer.keys = layer.keys[..., :reused, :]
-                    layer.values = layer.values[..., :reused, :]
+                cut_back(cache, reused)
         if cache is None:
             reused = 0
             cache = DynamicCache()  # full layers, so that a prefix can be cut back (sliding masks still apply)
+        elif reused == len(ids):  # the cache holds the whole prompt (``last=False`` only)
+            self._kept = (cache, list(ids))
+            return cache, None, reused
         device = self.model.device
         new = torch.tensor([ids[reused:]], device=device)
         positions = torch.arange(reused, len(ids), device=device).unsqueeze(0)
-        output = self.model(input_ids=new, position_ids=positions, use_cache=True, logits_to_keep=1,
-                            **{self._cache_arg: cache})
-        self._kept = (cache, list(ids)) if self.reuse_prefix else None
-        return cache, output.logits[0, -1], reused
+        if self._body is not None:
+            output = self._body(input_ids=new, position_ids=positions, use_cache=True, **{self._cache_arg: cache})
+            last = output.last_hidden_state[0, -1]
+        else:
+            output = self.model(input_ids=new, position_ids=positions, use_cache=True, logits_to_keep=1,
+                                **{self._cache_arg: cache})
+            last = output.logits[0, -1]
+        if self.reuse_prefix:
+            if not reused:
+                cache = prompt_cache(model_cache(self.model), cache)
+            self._kept = (cache, list(ids))
+        return cache, last, reused
 
     def _prefill_rows(self, prompts, outputs, pick, room: int) -> tuple[Any, list[int]]:
-        """Each prompt alone (prefix reuse), stacked left-padded into one batch cache with ``room`` positions
-        free for the tokens to come: (cache, first tokens)."""
+        """The prompts' caches stacked, left-padded, into one batch cache with ``room`` positions free for the
+        tokens to come, and each row's first token: (cache, first tokens). Prompts sharing a prefix run
+        together over its cache (:mod:`~apibank.generate.backends.packed_prefill`), others one by one reusing
+        the previous prompt's cache; the output layer runs once over every row's last position."""
+        import torch
+
         from apibank.generate.backends.kv_buffers import BatchCacheBuilder
+        from apibank.generate.backends.packed_prefill import common_prefix, pack
 
         batch = BatchCacheBuilder(model_cache(self.model), len(prompts), max(len(p) for p in prompts), room)
-        first = []
-        for row, ids in enumerate(prompts):
+        lasts: list[Any] = [None] * len(prompts)
+        prefix = common_prefix(prompts) if self._packing is not None and len(prompts) > 1 else 0
+        groups = pack(prompts, prefix) if prefix else [([row], None) for row in range(len(prompts))]
+        for rows, tree in groups:
             started = time.perf_counter()
-            cache, logits, reused = self._prefill_one(list(ids))
-            first.append(pick(logits, row))
-            outputs[row].reused_prompt_tokens = reused
-            batch.place(row, cache)
-            outputs[row].seconds += time.perf_counter() - started
+            if tree is None or len(rows) == 1:
+                row = rows[0]
+                cache, lasts[row], outputs[row].reused_prompt_tokens = self._prefill_one(list(prompts[row]))
+                batch.place(row, cache)
+            else:
+                for row, last in zip(rows, self._prefill_packed(prompts[rows[0]][:prefix], tree, batch, rows)):
+                    lasts[row] = last
+                    outputs[row].reused_prompt_tokens = prefix
+            share = (time.perf_counter() - started) / len(rows)
+            for row in rows:
+                outputs[row].seconds += share
+        started = time.perf_counter()
+        logits = self.model.get_output_embeddings()(torch.stack(lasts)) if self._body is not None else lasts
+        first = [pick(logits[row], row) for row in range(len(prompts))]
+        share = (time.perf_counter() - started) / len(prompts)
+        for out in outputs:
+            out.seconds += share
         return batch.build(), first
+
+    def _prefill_packed(self, prefix_ids: list[int], tree, batch, rows: list[int]) -> list[Any]:
+        """One forward pass over the tree's tokens (rows ``rows``) on the cache of ``prefix_ids``; each row
+        placed in ``batch``; returns what the output layer takes for each row's last position."""
+        import torch
+
+        from apibank.generate.backends.kv_buffers import cut_back
+        from apibank.generate.backends.packed_prefill import attention_masks, mask_argument
+
+        cache, _, _ = self._prefill_one(prefix_ids, last=False)
+        cut_back(cache, len(prefix_ids))
+        device = self.model.device
+        masks = attention_masks(tree, self._packing, self.model.config._attn_implementation, self.model.dtype, device)
+        ids = torch.tensor([tree.tokens], device=device)
+        positions = torch.tensor([tree.positions], device=device)
+        ends = torch.tensor([path[-1] for path in tree.paths], device=device)
+        arguments = {"input_ids": ids, "position_ids": positions, "attention_mask": mask_argument(masks),
+                     "use_cache": True, self._cache_arg: cache}
+        if self._body is not None:
+            lasts = self._body(**arguments).last_hidden_state[0].index_select(0, ends)
+        else:
+            lasts = self.model(**arguments, logits_to_keep=ends).logits[0]
+        for row, path in zip(rows, tree.paths):
+            batch.place_packed(row, cache, len(prefix_ids), torch.tensor(path, device=device))
+        self._kept = (cache, list(prefix_ids))  # past the prefix, the buffers now hold the tree
+        return list(lasts)
+
+    def _packing_kinds(self) -> dict[str, int | None] | None:
+        """The layer kinds for packed prefills (:func:`~apibank.generate.backends.packed_prefill.layer_kinds`)
+        where the model gives, on a probe, the logits it gives each prompt alone; None otherwise."""
+        import torch
+
+        from apibank.generate.backends.packed_prefill import common_prefix, layer_kinds, pack
+
+        kinds = layer_kinds(self.model)
+        if kinds is None:
+            return None
+        vocabulary = self.model.config.get_text_config().vocab_size
+        prompts = [[(3 + i) % vocabulary for i in ids] for ids in ([0, 1, 2, 3, 4], [0, 1, 2, 5, 6, 7], [0, 1, 2, 5, 8])]
+        self._packing = kinds
+        try:
+            with torch.inference_mode():
+                alone = [self.model(input_ids=torch.tensor([p], device=self.model.device), use_cache=False)
+                         .logits[0, -1] for p in prompts]
+                prefix = common_prefix(prompts)
+                (rows, tree), = pack(prompts, prefix)
+                from apibank.generate.backends.kv_buffers import BatchCacheBuilder
+
+                batch = BatchCacheBuilder(model_cache(self.model), len(prompts), max(map(len, prompts)), 1)
+                lasts = self._prefill_packed(prompts[0][:prefix], tree, batch, rows)
+                together = self.model.get_output_embeddings()(torch.stack(lasts)) if self._body is not None \
+                    else torch.stack(lasts)
+        except Exception:  # a model that does not take the masks
+            return None
+        finally:
+            self._kept = None
+        agree = all(torch.allclose(a, b, rtol=1e-3, atol=1e-3) for a, b in zip(alone, together))
+        return kinds if agree else None
 
     # ----------------------------------------------------------------------------- decode
     def generate(
@@ -228,6 +320,27 @@ class GreedyDecoder:
                     if live[position]:
                         outputs[row].seconds += share
         return outputs
+
+
+def _body_before_output_layer(model):
+    """The model's layers before its output layer, where its logits are exactly that layer applied to their
+    last hidden state (checked on a probe: no scaling or capping after it); None otherwise. Prompts then run
+    through the body one by one and the output layer once over all their last positions: it is the largest
+    weight of a small model, and on a CPU reading it costs as much for one row as for a few."""
+    import torch
+
+    body = model.get_decoder() if hasattr(model, "get_decoder") else None
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    if body is None or head is None or body is model:
+        return None
+    probe = torch.arange(1, 9, device=model.device).unsqueeze(0) % model.config.get_text_config().vocab_size
+    try:
+        with torch.inference_mode():
+            whole = model(input_ids=probe, use_cache=False, logits_to_keep=1).logits[0, -1]
+            parts = head(body(input_ids=probe, use_cache=False).last_hidden_state[:, -1])[0]
+    except Exception:  # a model whose parts do not run alone
+        return None
+    return body if whole.shape == parts.shape and torch.equal(whole, parts) else None
 
 
 def _generator(device, seed: int | None):

@@ -52,17 +52,30 @@ class BufferedLayer(DynamicLayer):
         self._keys, self._values = self._keys[indices], self._values[indices]
         self._expose()
 
+    def cut_back(self, end: int) -> None:
+        """Keep positions ``[0, end)`` only (the next tokens overwrite the rest in place)."""
+        self._end = end
+        self._expose()
+
 
 class BufferedSlidingLayer(DynamicSlidingWindowLayer):
     """A sliding-window layer: keeps the last ``sliding_window - 1`` positions, ``[start, end)`` of the
-    buffers, and gives attention those with the new ones, as the library's layer does."""
+    buffers, and gives attention those with the new ones, as the library's layer does. With
+    ``keeps_history`` the buffers keep every earlier position too (they grow rather than slide), so that the
+    layer can be cut back to a prefix."""
 
-    def __init__(self, sliding_window: int, keys, values, end: int, seen: int) -> None:
+    def __init__(self, sliding_window: int, keys, values, end: int, seen: int, *, keeps_history: bool = False) -> None:
         super().__init__(sliding_window=sliding_window)
         self.device, self.is_initialized = keys.device, True
         self._sliding_window_tensor = self._sliding_window_tensor.to(self.device)
         self.cumulative_length = seen  # tokens this layer has been given, what its masks are sized from
+        self.keeps_history = keeps_history
         self._keys, self._values, self._start, self._end = keys, values, max(0, end - (sliding_window - 1)), end
+        self._expose()
+
+    def cut_back(self, end: int) -> None:
+        """Keep the first ``end`` positions only (a layer that keeps its history)."""
+        self.cumulative_length, self._start, self._end = end, max(0, end - (self.sliding_window - 1)), end
         self._expose()
 
     def _expose(self) -> None:
@@ -72,7 +85,7 @@ class BufferedSlidingLayer(DynamicSlidingWindowLayer):
     def update(self, key_states, value_states, *args: Any, **kwargs: Any):
         new = key_states.shape[-2]
         self.cumulative_length += new
-        if self._end + new > self._keys.shape[-2] and self._start > 0:  # slide the window back to the start
+        if not self.keeps_history and self._end + new > self._keys.shape[-2] and self._start > 0:  # slide back
             kept = self._end - self._start
             self._keys[:, :, :kept] = self._keys[:, :, self._start : self._end].clone()
             self._values[:, :, :kept] = self._values[:, :, self._start : self._end].clone()
@@ -105,17 +118,39 @@ class BatchCacheBuilder:
         return getattr(layer, "sliding_window", None) if isinstance(layer, DynamicSlidingWindowLayer) else None
 
     def place(self, row: int, row_cache) -> None:
+        """Row ``row``: the whole of a cache of that row alone."""
         for index, layer in enumerate(row_cache.layers):
-            keys, values = layer.keys[0], layer.values[0]  # (heads, prompt length, head dim)
-            if row == 0:
-                window = self._window(index)
-                kept = self.width if window is None else min(self.width, window - 1)
-                shape = (self.rows, keys.shape[0], kept + self.room, keys.shape[-1])
-                self._buffers.append((keys.new_zeros(shape), values.new_zeros(shape), kept))
-            buffer_keys, buffer_values, kept = self._buffers[index]
-            length = min(keys.shape[-2], kept)  # the row's last positions that fall in what is kept
-            buffer_keys[row, :, kept - length : kept] = keys[:, -length:]
-            buffer_values[row, :, kept - length : kept] = values[:, -length:]
+            self._place(row, index, [(layer.keys[0], layer.values[0])])
+
+    def place_packed(self, row: int, cache, prefix: int, nodes) -> None:
+        """Row ``row``: the first ``prefix`` positions of a :func:`prompt_cache` then its positions
+        ``prefix + nodes`` (a tensor of indices: the row's tokens in a packed prefill)."""
+        positions = nodes + prefix
+        for index, layer in enumerate(cache.layers):
+            keys, values = layer._keys[0], layer._values[0]
+            self._place(row, index, [(keys[:, :prefix], values[:, :prefix]),
+                                     (keys.index_select(1, positions), values.index_select(1, positions))])
+
+    def _place(self, row: int, index: int, segments) -> None:
+        """Layer ``index`` of row ``row``: the last positions of ``segments`` (keys, values of shape
+        (heads, length, head dim), in order) that fall in what the layer keeps, left-padded."""
+        keys = segments[-1][0]
+        if row == 0 and index == len(self._buffers):
+            window = self._window(index)
+            kept = self.width if window is None else min(self.width, window - 1)
+            shape = (self.rows, keys.shape[0], kept + self.room, keys.shape[-1])
+            self._buffers.append((keys.new_empty(shape), keys.new_empty(shape), kept))
+        buffer_keys, buffer_values, kept = self._buffers[index]
+        end = kept
+        for keys, values in reversed(segments):  # from the last position back
+            length = min(keys.shape[-2], end)
+            if length:
+                buffer_keys[row, :, end - length : end] = keys[:, keys.shape[-2] - length :]
+                buffer_values[row, :, end - length : end] = values[:, values.shape[-2] - length :]
+            end -= length
+        # the left padding is masked, but must hold numbers: a masked NaN still poisons the weighted sum
+        buffer_keys[row, :, :end] = 0
+        buffer_values[row, :, :end] = 0
 
     def build(self):
         cache = self.template
@@ -126,3 +161,27 @@ class BatchCacheBuilder:
                           else BufferedSlidingLayer(window, keys, values, kept, seen=self.width))
         cache.layers = layers
         return cache
+
+
+def prompt_cache(template, cache):
+    """One prompt's ``cache`` (full layers over its whole prompt, as a plain dynamic cache leaves it) as layers
+    of ``template``'s kinds over the same tensors that keep every position: a later prompt sharing a prefix
+    cuts it back (:func:`cut_back`) and writes its new tokens in place, and its sliding-window layers attend
+    to their window only."""
+    layers = []
+    for index, layer in enumerate(cache.layers):
+        kind = template.layers[index] if index < len(template.layers) else None
+        end = layer.keys.shape[-2]
+        if isinstance(kind, DynamicSlidingWindowLayer):
+            layers.append(BufferedSlidingLayer(kind.sliding_window, layer.keys, layer.values, end, seen=end,
+                                               keeps_history=True))
+        else:
+            layers.append(BufferedLayer(layer.keys, layer.values, end))
+    template.layers = layers
+    return template
+
+
+def cut_back(cache, end: int) -> None:
+    """A :func:`prompt_cache` back to its first ``end`` positions."""
+    for layer in cache.layers:
+        layer.cut_back(end)
