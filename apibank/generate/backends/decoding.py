@@ -1,11 +1,14 @@
 """The transformers backend's decoder on a CPU: greedy decoding over the model's forward pass.
 
-On a CPU every prompt token costs compute, so the prefill does as few as it can: each prompt runs on
-its own (no padding work) and, when consecutive prompts share a token prefix (rows of one dialogue),
-the KV cache of that prefix is kept and only the new tokens run, across calls too; the rows' caches
-are then stacked, left-padded, into buffers sized for the whole generation
-(:mod:`~apibank.generate.backends.kv_buffers`), where each decode step writes its token in place. Only
-the last position's logits are computed.
+On a CPU every prompt token costs compute, so the prefill does as few as it can, with no padding work:
+prompts of one call that share a prefix run their new tokens together in one pass over that prefix's
+cache, each shared token once (:mod:`~apibank.generate.backends.packed_prefill`); a prefix shared with
+the previous call's prompt is reused from its cache, whose buffers keep every position so that a later
+prompt cuts it back and writes in place. The output layer runs once over every row's last position. The
+rows' caches are then stacked, left-padded, into buffers sized for the whole generation
+(:mod:`~apibank.generate.backends.kv_buffers`), where each decode step writes its token in place; the
+linear layers run in the form measured faster for a few rows
+(:mod:`~apibank.generate.backends.linear_products`).
 
 Off the CPU the backend decodes with transformers' continuous batching instead
 (:mod:`~apibank.generate.backends.continuous`), which on a CPU took 1.5 to 2.6 times this decoder's time
@@ -20,7 +23,8 @@ packed prefill and paged cache reads cost more per token here.
 * Greedy by default; with a ``temperature``, each row samples with its own seeded generator, so that
   its tokens do not depend on the rows batched with it.
 
-This needs transformers 5's cache layers (``Cache.layers``); it touches nothing else of the model.
+This needs transformers 5's cache layers (``Cache.layers``) and, to prefill prompts together, a model
+that takes prepared attention masks (checked on a probe when the decoder is made).
 """
 
 from __future__ import annotations
@@ -107,11 +111,16 @@ class GreedyDecoder:
         self.reuse_prefix = reuse_prefix
         self._cache_arg = _cache_argument(model)
         self._kept: tuple[Any, list[int]] | None = None  # (prompt cache of a prompt, its ids)
-        from apibank.generate.backends.output_layer import choose_output_product
+        from apibank.generate.backends.linear_products import choose_linear_products
 
-        self.output_product = choose_output_product(model)  # measured on this CPU: see output_layer
+        self.linear_products = choose_linear_products(model)  # measured on this CPU: see linear_products
         self._body = _body_before_output_layer(model)
         self._packing = self._packing_kinds() if reuse_prefix else None
+
+    @property
+    def packs_prompts(self) -> bool:
+        """Whether prompts sharing a prefix are prefilled together (the model took the masks on the probe)."""
+        return self._packing is not None
 
     # ---------------------------------------------------------------------------- prefill
     def _prefill_one(self, ids: list[int], *, last: bool = True):

@@ -140,8 +140,9 @@ class TransformersBackend(_HFRendering, Backend):
     """``AutoModelForCausalLM`` from a Hub id, a local folder or a local ``.gguf`` file. Every decoder stops
     each row on its own (the stop rule on the generated text only, its own token budget, EOS):
 
-    * on a CPU, :class:`~apibank.generate.backends.decoding.GreedyDecoder` (each prompt prefilled alone,
-      a prefix shared with the previous prompt reused), where the library's continuous batching is slower;
+    * on a CPU, :class:`~apibank.generate.backends.decoding.GreedyDecoder` (prompts sharing a prefix
+      prefilled together over its cache, a prefix shared with the previous call's prompt reused), where
+      the library's continuous batching is slower;
     * elsewhere, transformers' continuous batching
       (:class:`~apibank.generate.backends.continuous.ContinuousDecoder`);
     * with ``compile=True`` (a CUDA GPU only), :class:`~apibank.generate.backends.compiled.CompiledDecoder`
@@ -252,7 +253,8 @@ class TransformersBackend(_HFRendering, Backend):
             "chat_template": self.chat_template,
             "chat_template_sha256": template_sha256(self.tokenizer),
             "decoder": type(self.decoder).__name__,
-            **({"output_product": self.decoder.output_product} if hasattr(self.decoder, "output_product") else {}),
+            **({"linear_products": self.decoder.linear_products, "packed_prefill": self.decoder.packs_prompts}
+               if hasattr(self.decoder, "linear_products") else {}),
             "torch_threads": torch.get_num_threads(),
             **(self.cpu_threads.info() if self.model.device.type == "cpu" else {}),
             **({"compile": True, "compile_seconds": round(self.decoder.compile_seconds, 3)} if self.compile else {}),
