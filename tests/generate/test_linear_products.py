@@ -38,6 +38,17 @@ def test_packed_product_equals_the_linear_layer(rows):
 
 
 @needs_mkl
+def test_a_weight_changed_in_place_is_packed_again():
+    linear = torch.nn.Linear(8, 50)
+    packed = _packed_module()(linear)
+    hidden = torch.randn(3, 8)
+    with torch.no_grad():
+        linear.weight.mul_(2)  # a training step, say
+    with torch.inference_mode():
+        assert torch.allclose(packed(hidden), linear(hidden), atol=1e-5)
+
+
+@needs_mkl
 def test_with_gradients_the_packed_layer_is_the_linear_layer():
     linear = torch.nn.Linear(8, 50)
     hidden = torch.randn(3, 8, requires_grad=True)

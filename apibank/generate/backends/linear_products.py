@@ -44,8 +44,12 @@ def _packed_module():
         def __init__(self, linear) -> None:
             super().__init__()
             self.linear = linear
-            self.packed = torch.ops.mkl._mkl_reorder_linear_weight(linear.weight.detach(), PACKED_ROWS)
+            self._pack()
             self.packed_bytes = self.packed.numel() * self.packed.element_size()
+
+        def _pack(self) -> None:
+            self.packed = torch.ops.mkl._mkl_reorder_linear_weight(self.linear.weight.detach(), PACKED_ROWS)
+            self.packed_version = self.linear.weight._version  # a weight changed in place is packed again
 
         @property
         def weight(self):
@@ -60,6 +64,8 @@ def _packed_module():
             rows = flat.shape[0]
             if rows > PACKED_ROWS or torch.is_grad_enabled() or flat.dtype != torch.float32:
                 return self.linear(hidden)
+            if self.linear.weight._version != self.packed_version:
+                self._pack()
             out = torch.ops.mkl._mkl_linear(flat.contiguous(), self.packed, self.linear.weight,
                                             self.linear.bias, rows)
             return out.reshape(*hidden.shape[:-1], out.shape[-1])
