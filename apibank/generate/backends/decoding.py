@@ -192,12 +192,19 @@ class GreedyDecoder:
             for row in rows:
                 outputs[row].seconds += share
         started = time.perf_counter()
-        logits = self.model.get_output_embeddings()(torch.stack(lasts)) if self._body is not None else lasts
+        logits = self._logits(lasts)
         first = [pick(logits[row], row) for row in range(len(prompts))]
         share = (time.perf_counter() - started) / len(prompts)
         for out in outputs:
             out.seconds += share
         return batch.build(), first
+
+    def _logits(self, lasts: list[Any]):
+        """The rows' next-token logits from what their prefills left (hidden states or logits)."""
+        import torch
+
+        stacked = torch.stack(lasts)
+        return self.model.get_output_embeddings()(stacked) if self._body is not None else stacked
 
     def _prefill_packed(self, prefix_ids: list[int], tree, batch, rows: list[int]) -> list[Any]:
         """One forward pass over the tree's tokens (rows ``rows``) on the cache of ``prefix_ids``; each row
@@ -230,6 +237,7 @@ class GreedyDecoder:
         where the model gives, on a probe, the logits it gives each prompt alone; None otherwise."""
         import torch
 
+        from apibank.generate.backends.kv_buffers import BatchCacheBuilder
         from apibank.generate.backends.packed_prefill import common_prefix, layer_kinds, pack
 
         kinds = layer_kinds(self.model)
@@ -244,12 +252,8 @@ class GreedyDecoder:
                          .logits[0, -1] for p in prompts]
                 prefix = common_prefix(prompts)
                 (rows, tree), = pack(prompts, prefix)
-                from apibank.generate.backends.kv_buffers import BatchCacheBuilder
-
                 batch = BatchCacheBuilder(model_cache(self.model), len(prompts), max(map(len, prompts)), 1)
-                lasts = self._prefill_packed(prompts[0][:prefix], tree, batch, rows)
-                together = self.model.get_output_embeddings()(torch.stack(lasts)) if self._body is not None \
-                    else torch.stack(lasts)
+                together = self._logits(self._prefill_packed(prompts[0][:prefix], tree, batch, rows))
         except Exception:  # a model that does not take the masks
             return None
         finally:
