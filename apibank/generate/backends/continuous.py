@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Sequence
 
-from apibank.generate.backends.decoding import OnRow, RowOutput
+from apibank.generate.backends.decoding import OnRow, RowOutput, add_token
 
 
 class ContinuousDecoder:
@@ -106,14 +106,6 @@ class ContinuousDecoder:
         return outputs
 
     def _take(self, tokens: list[int], out: RowOutput, should_stop, row: int) -> bool:
-        """The streamed ``tokens`` not seen yet, added to ``out`` as ``GreedyDecoder`` does (an EOS ends the
-        row and is not kept; ``should_stop`` is asked after each token). True when the row ends here."""
-        for token in tokens[len(out.ids):]:
-            if token in self.eos_ids:
-                out.finish_reason = "eos"
-                return True
-            out.ids.append(token)
-            if should_stop is not None and should_stop(row, out.ids):
-                out.finish_reason = "stop"
-                return True
-        return False
+        """The streamed ``tokens`` not seen yet, added to ``out`` one by one (:func:`add_token`, as
+        ``GreedyDecoder`` does). True when the row ends here."""
+        return any(add_token(token, out, row, self.eos_ids, should_stop) for token in tokens[len(out.ids):])

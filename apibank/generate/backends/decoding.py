@@ -77,26 +77,34 @@ def left_padded(prompts: Sequence[list[int]], pad_id: int, device):
     return ids.to(device), mask.to(device), positions.to(device)
 
 
+def add_token(token: int, out: RowOutput, row: int, eos_ids: set[int] | Sequence[int],
+              should_stop: Callable[[int, list[int]], bool] | None) -> bool:
+    """Row ``row``'s next token added to ``out``: an EOS ends the row and is not kept; ``should_stop`` is
+    asked after every kept token. True when the row ends here (its ``finish_reason`` then set)."""
+    if token in eos_ids:
+        out.finish_reason = "eos"
+        return True
+    out.ids.append(token)
+    if should_stop is not None and should_stop(row, out.ids):
+        out.finish_reason = "stop"
+        return True
+    return False
+
+
 def take_tokens(host: Sequence[int], members: Sequence[int], live: list[bool], outputs: Sequence[RowOutput],
                 eos_ids: set[int] | Sequence[int], should_stop: Callable[[int, list[int]], bool] | None,
                 budgets: Sequence[int], on_row: OnRow | None = None) -> int:
     """One decode step's tokens (``host[position]`` for row ``members[position]``) added to the live rows'
-    outputs; a row ends at EOS (not kept), at a stop, or at its budget, and is then handed to ``on_row``.
+    outputs (:func:`add_token`); a row also ends at its budget. A row that ends is handed to ``on_row``.
     Returns how many rows stay live."""
     for position, row in enumerate(members):
         if not live[position]:
             continue
-        token, out = host[position], outputs[row]
-        if token in eos_ids:
-            out.finish_reason, live[position] = "eos", False
-        else:
-            out.ids.append(token)
-            if should_stop is not None and should_stop(row, out.ids):
-                out.finish_reason, live[position] = "stop", False
-            elif len(out.ids) >= budgets[row]:
-                live[position] = False
-        if on_row is not None and not live[position]:
-            on_row(row, out)
+        out = outputs[row]
+        if add_token(host[position], out, row, eos_ids, should_stop) or len(out.ids) >= budgets[row]:
+            live[position] = False
+            if on_row is not None:
+                on_row(row, out)
     return sum(live)
 
 
@@ -151,13 +159,7 @@ class GreedyDecoder:
         device = self.model.device
         new = torch.tensor([ids[reused:]], device=device)
         positions = torch.arange(reused, len(ids), device=device).unsqueeze(0)
-        if self._body is not None:
-            output = self._body(input_ids=new, position_ids=positions, use_cache=True, **{self._cache_arg: cache})
-            last = output.last_hidden_state[0, -1]
-        else:
-            output = self.model(input_ids=new, position_ids=positions, use_cache=True, logits_to_keep=1,
-                                **{self._cache_arg: cache})
-            last = output.logits[0, -1]
+        last = self._forward_to_ends(new, positions, cache, torch.tensor([len(ids) - reused - 1], device=device))[0]
         if self.reuse_prefix:
             if not reused:
                 cache = prompt_cache(model_cache(self.model), cache)
@@ -169,8 +171,6 @@ class GreedyDecoder:
         tokens to come, and each row's first token: (cache, first tokens). Prompts sharing a prefix run
         together over its cache (:mod:`~apibank.generate.backends.packed_prefill`), others one by one reusing
         the previous prompt's cache; the output layer runs once over every row's last position."""
-        import torch
-
         from apibank.generate.backends.kv_buffers import BatchCacheBuilder
         from apibank.generate.backends.packed_prefill import common_prefix, pack
 
@@ -199,6 +199,14 @@ class GreedyDecoder:
             out.seconds += share
         return batch.build(), first
 
+    def _forward_to_ends(self, ids, positions, cache, ends, **arguments):
+        """One forward pass of one sequence on ``cache``; what the output layer takes at positions ``ends``:
+        hidden states where the output layer is applied apart (``self._body``), else logits."""
+        arguments.update(input_ids=ids, position_ids=positions, use_cache=True, **{self._cache_arg: cache})
+        if self._body is not None:
+            return self._body(**arguments).last_hidden_state[0].index_select(0, ends)
+        return self.model(**arguments, logits_to_keep=ends).logits[0]
+
     def _logits(self, lasts: list[Any]):
         """The rows' next-token logits from what their prefills left (hidden states or logits)."""
         import torch
@@ -221,12 +229,7 @@ class GreedyDecoder:
         ids = torch.tensor([tree.tokens], device=device)
         positions = torch.tensor([tree.positions], device=device)
         ends = torch.tensor([path[-1] for path in tree.paths], device=device)
-        arguments = {"input_ids": ids, "position_ids": positions, "attention_mask": mask_argument(masks),
-                     "use_cache": True, self._cache_arg: cache}
-        if self._body is not None:
-            lasts = self._body(**arguments).last_hidden_state[0].index_select(0, ends)
-        else:
-            lasts = self.model(**arguments, logits_to_keep=ends).logits[0]
+        lasts = self._forward_to_ends(ids, positions, cache, ends, attention_mask=mask_argument(masks))
         for row, path in zip(rows, tree.paths):
             batch.place_packed(row, cache, len(prefix_ids), torch.tensor(path, device=device))
         self._kept = (cache, list(prefix_ids))  # past the prefix, the buffers now hold the tree

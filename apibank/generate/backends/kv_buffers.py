@@ -104,6 +104,12 @@ class BufferedSlidingLayer(DynamicSlidingWindowLayer):
         self._expose()
 
 
+def _window(template, index: int) -> int | None:
+    """The sliding window of ``template``'s layer ``index``; None for a full-attention layer."""
+    layer = template.layers[index] if index < len(template.layers) else None
+    return getattr(layer, "sliding_window", None) if isinstance(layer, DynamicSlidingWindowLayer) else None
+
+
 class BatchCacheBuilder:
     """Stacks the rows' own caches (each a cache of full layers over that row's whole prompt),
     left-padded to ``width``, into a batch cache of the ``model_cache``'s layer kinds with ``room`` positions
@@ -112,10 +118,6 @@ class BatchCacheBuilder:
     def __init__(self, template, rows: int, width: int, room: int) -> None:
         self.template, self.rows, self.width, self.room = template, rows, width, room
         self._buffers: list[tuple[Any, Any, int]] = []  # per layer: keys, values, positions kept of the prompt
-
-    def _window(self, index: int) -> int | None:
-        layer = self.template.layers[index] if index < len(self.template.layers) else None
-        return getattr(layer, "sliding_window", None) if isinstance(layer, DynamicSlidingWindowLayer) else None
 
     def place(self, row: int, row_cache) -> None:
         """Row ``row``: the whole of a cache of that row alone."""
@@ -136,7 +138,7 @@ class BatchCacheBuilder:
         (heads, length, head dim), in order) that fall in what the layer keeps, left-padded."""
         keys = segments[-1][0]
         if row == 0 and index == len(self._buffers):
-            window = self._window(index)
+            window = _window(self.template, index)
             kept = self.width if window is None else min(self.width, window - 1)
             shape = (self.rows, keys.shape[0], kept + self.room, keys.shape[-1])
             self._buffers.append((keys.new_empty(shape), keys.new_empty(shape), kept))
@@ -156,7 +158,7 @@ class BatchCacheBuilder:
         cache = self.template
         layers = []
         for index, (keys, values, kept) in enumerate(self._buffers):
-            window = self._window(index)
+            window = _window(self.template, index)
             layers.append(BufferedLayer(keys, values, kept) if window is None
                           else BufferedSlidingLayer(window, keys, values, kept, seen=self.width))
         cache.layers = layers
@@ -170,13 +172,9 @@ def prompt_cache(template, cache):
     to their window only."""
     layers = []
     for index, layer in enumerate(cache.layers):
-        kind = template.layers[index] if index < len(template.layers) else None
-        end = layer.keys.shape[-2]
-        if isinstance(kind, DynamicSlidingWindowLayer):
-            layers.append(BufferedSlidingLayer(kind.sliding_window, layer.keys, layer.values, end, seen=end,
-                                               keeps_history=True))
-        else:
-            layers.append(BufferedLayer(layer.keys, layer.values, end))
+        window, end = _window(template, index), layer.keys.shape[-2]
+        layers.append(BufferedLayer(layer.keys, layer.values, end) if window is None
+                      else BufferedSlidingLayer(window, layer.keys, layer.values, end, seen=end, keeps_history=True))
     template.layers = layers
     return template
 
