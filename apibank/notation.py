@@ -107,7 +107,7 @@ def call_text(name: str, arguments: Mapping[str, Any]) -> str:
 # model wrote them (as one JSON string) after a mark that no reader takes for arguments, so that the
 # judge gives the call its own category (INVALID_TOOL_ARGUMENTS) under both protocols.
 UNREADABLE_MARK = "<arguments not a JSON object>"
-_UNREADABLE = re.compile(re.escape(REQUEST_PREFIX) + r"\[(.+?)\(" + re.escape(UNREADABLE_MARK) + r" (\".*\")\)\]",
+_UNREADABLE = re.compile(re.escape(REQUEST_PREFIX) + r"\[([^(]+)\(" + re.escape(UNREADABLE_MARK) + r" (\".*\")\)\]",
                          re.DOTALL)
 
 
