@@ -84,7 +84,8 @@ def _as_call(obj: Any) -> ToolCall | None:
         arguments = _decode_json(text) if text.strip() else {}
         if arguments is None and text.strip() != "null":
             return name.removeprefix("functions."), UnreadableArguments(
-                text, f"the arguments are not JSON (or longer than {MAX_TEXT_CHARS} characters, or nested deeper than {MAX_DEPTH})")
+                text, f"the arguments are not JSON (or are longer than {MAX_TEXT_CHARS} characters or nested "
+                f"deeper than {MAX_DEPTH})")
         if arguments is not None and not isinstance(arguments, Mapping):
             return name.removeprefix("functions."), UnreadableArguments(
                 text, f"the arguments are JSON {type(arguments).__name__}, not an object")

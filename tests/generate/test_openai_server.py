@@ -13,7 +13,6 @@ import html
 import json
 import threading
 import time
-from pathlib import Path
 
 import jinja2
 import pytest

@@ -141,6 +141,9 @@ class HttpClient:
         self.client = httpx.Client(timeout=self.timeout, limits=httpx.Limits(max_connections=None),
                                    follow_redirects=True)
 
+    def close(self) -> None:
+        self.client.close()
+
     def post_json(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         """POST ``body`` as JSON to ``base_url + path``; the reply, which must be a JSON object."""
         url = self.base_url + path
@@ -190,6 +193,8 @@ class HttpClient:
             raise _Fault(f"no complete answer within --request-timeout {self.timeout:g} s")
         if isinstance(error, httpx.TransportError):  # reset, refused, cut body, bad status line, ...
             raise _Fault(f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
+        if isinstance(error, httpx.HTTPError):  # a body that cannot be decoded, a redirect loop
+            raise EndpointError(f"{url}: {type(error).__name__}: {error}", reason=str(error)) from None
         raise error
 
     def request(self, path: str, data: bytes | None = None, *, content_type: str | None = None) -> bytes:

@@ -53,8 +53,8 @@ class OpenAIBackend(Backend):
         Option("api_key_env", "environment variable holding the key", default="OPENAI_API_KEY", metavar="NAME"),
         Option("concurrency", "parallel requests", type=int, default=8, minimum=1),
         Option("max_retries", "retries per request", type=int, default=5, minimum=0),
-        Option("timeout", "seconds for one whole answer (a trickle included) before retrying it", type=float, default=120.0,
-               flag="--request-timeout", metavar="SECONDS", check=positive_seconds),
+        Option("timeout", "seconds for one whole answer (a trickle included) before retrying it", type=float,
+               default=120.0, flag="--request-timeout", metavar="SECONDS", check=positive_seconds),
         Option("tool_results_as_user", "chat format: send API results as user turns (the hosted OpenAI API "
                "rejects tool messages that answer no tool call)", kind="switch", default=False),
     )
@@ -298,3 +298,5 @@ def check_endpoint(base_url: str, api_key: str | None, timeout: float) -> None:
         if error.status is None:
             raise UsageError(f"--base-url {base_url}: no server answers ({error.reason}); start it or fix "
                              "the URL") from None
+    finally:
+        client.close()
