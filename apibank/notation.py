@@ -111,6 +111,18 @@ _UNREADABLE = re.compile(re.escape(REQUEST_PREFIX) + r"\[([^(]+)\(" + re.escape(
                          re.DOTALL)
 
 
+class UnreadableArguments(str):
+    """A native tool call's arguments that are not a JSON object, as the model wrote them (the readers
+    keep up to their bound); ``error`` says why they cannot be read."""
+
+    error: str
+
+    def __new__(cls, text: str, error: str) -> "UnreadableArguments":
+        value = super().__new__(cls, text)
+        value.error = error
+        return value
+
+
 def unreadable_call_text(name: str, arguments_text: str) -> str:
     """A native call with unreadable arguments as a prediction (read back by :func:`unreadable_call`)."""
     return f"{REQUEST_PREFIX}[{name}({UNREADABLE_MARK} {json.dumps(arguments_text, ensure_ascii=False)})]"

@@ -20,8 +20,8 @@ from apibank.generate.conversation import Conversation, build_conversation
 from apibank.generate.interrupts import HeldInterrupt
 from apibank.generate.predictions import PredictionWriter, check_resumable, repair
 from apibank.generate.stops import answer_text, renders_plain_text, stops_for
-from apibank.generate.toolcalls import MAX_TEXT_CHARS, UnreadableArguments
-from apibank.notation import call_text, unreadable_call_text
+from apibank.generate.toolcalls import MAX_TEXT_CHARS
+from apibank.notation import UnreadableArguments, call_text, unreadable_call_text
 
 # The most characters of a prediction or raw output a record keeps (a server may send megabytes). Cut
 # answers get ``"truncated": true``; the cap is twice what the judge reads (MAX_PREDICTION_CHARS), and

@@ -31,9 +31,11 @@ import json
 import re
 from typing import Any, Iterable, Iterator, Mapping
 
-from apibank.notation import MAX_CALL_CHARS, ParseError, keyword_arguments, python_expression, string_end
+from apibank.notation import (
+    MAX_CALL_CHARS, ParseError, UnreadableArguments, keyword_arguments, python_expression, string_end,
+)
 
-
+ToolCall = tuple[str, dict[str, Any] | UnreadableArguments]
 
 MAX_TEXT_CHARS = 65_536  # a call longer than this is not a call the benchmark can score anyway
 MAX_DEPTH = 32  # nesting of a JSON value or Python literal; the benchmark's arguments are flat
@@ -54,21 +56,6 @@ _BRACKETS_AND_QUOTE = frozenset('[]{}()"')
 _CLOSERS = {"[": "]", "{": "}", "(": ")"}
 
 
-class UnreadableArguments(str):
-    """A served tool call's arguments that are not a JSON object, kept as the model wrote them (up to
-    :data:`MAX_TEXT_CHARS`); ``error`` says why they cannot be read."""
-
-    error: str
-
-    def __new__(cls, text: str, error: str) -> "UnreadableArguments":
-        value = super().__new__(cls, text[:MAX_TEXT_CHARS])
-        value.error = error
-        return value
-
-
-ToolCall = tuple[str, "dict[str, Any] | UnreadableArguments"]
-
-
 # ------------------------------------------------------------------------------------ shapes
 def _as_call(obj: Any) -> ToolCall | None:
     if not isinstance(obj, Mapping):
@@ -84,11 +71,11 @@ def _as_call(obj: Any) -> ToolCall | None:
         arguments = _decode_json(text) if text.strip() else {}
         if arguments is None and text.strip() != "null":
             return name.removeprefix("functions."), UnreadableArguments(
-                text, f"the arguments are not JSON (or are longer than {MAX_TEXT_CHARS} characters or nested "
-                f"deeper than {MAX_DEPTH})")
+                text[:MAX_TEXT_CHARS],
+                f"the arguments are not JSON (or longer than {MAX_TEXT_CHARS} characters, or deeper than {MAX_DEPTH})")
         if arguments is not None and not isinstance(arguments, Mapping):
             return name.removeprefix("functions."), UnreadableArguments(
-                text, f"the arguments are JSON {type(arguments).__name__}, not an object")
+                text[:MAX_TEXT_CHARS], f"the arguments are JSON {type(arguments).__name__}, not an object")
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, Mapping):

@@ -13,8 +13,8 @@ from apibank.generate.backends.hf import _HFRendering
 from apibank.generate.conversation import build_conversation
 from apibank.generate.runner import generate_predictions
 from support.tiny import train_tokenizer
-from apibank.generate.toolcalls import MAX_TEXT_CHARS, UnreadableArguments, calls_from_message, calls_in_text
-from apibank.notation import MAX_CALL_CHARS, call_text, parse_call
+from apibank.generate.toolcalls import MAX_TEXT_CHARS, calls_from_message, calls_in_text
+from apibank.notation import MAX_CALL_CHARS, UnreadableArguments, call_text, parse_call
 from apibank.pipeline import load_rows
 
 TOOLS = ["QueryMeeting", "GetToday", "AddAlarm"]
