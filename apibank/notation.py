@@ -103,6 +103,43 @@ def call_text(name: str, arguments: Mapping[str, Any]) -> str:
     return f"{REQUEST_PREFIX}[{name}({params})]"
 
 
+# A native tool call whose arguments are not a JSON object, as a prediction: the arguments kept as the
+# model wrote them (as one JSON string) after a mark that no reader takes for arguments, so that the
+# judge gives the call its own category (INVALID_TOOL_ARGUMENTS) under both protocols.
+UNREADABLE_MARK = "<arguments not a JSON object>"
+_UNREADABLE = re.compile(re.escape(REQUEST_PREFIX) + r"\[([^(]+)\(" + re.escape(UNREADABLE_MARK) + r" (\".*\")\)\]",
+                         re.DOTALL)
+
+
+class UnreadableArguments(str):
+    """A native tool call's arguments that are not a JSON object, as the model wrote them (the readers
+    keep up to their bound); ``error`` says why they cannot be read."""
+
+    error: str
+
+    def __new__(cls, text: str, error: str) -> "UnreadableArguments":
+        value = super().__new__(cls, text)
+        value.error = error
+        return value
+
+
+def unreadable_call_text(name: str, arguments_text: str) -> str:
+    """A native call with unreadable arguments as a prediction (read back by :func:`unreadable_call`)."""
+    return f"{REQUEST_PREFIX}[{name}({UNREADABLE_MARK} {json.dumps(arguments_text, ensure_ascii=False)})]"
+
+
+def unreadable_call(text: str) -> tuple[str, str] | None:
+    """(name, arguments as written) when ``text`` is exactly a call written by :func:`unreadable_call_text`."""
+    match = _UNREADABLE.fullmatch(text.strip())
+    if match is None:
+        return None
+    try:
+        written = json.loads(match.group(2))
+    except (ValueError, RecursionError):
+        return None
+    return (match.group(1), written) if isinstance(written, str) else None
+
+
 # ---------------------------------------------------------------------------- quoted strings
 def _string_body(quote: str, line_ends: bool) -> re.Pattern[str]:
     # everything up to the closing character, a backslash taking the character after it along

@@ -20,7 +20,13 @@ from apibank.generate.conversation import Conversation, build_conversation
 from apibank.generate.interrupts import HeldInterrupt
 from apibank.generate.predictions import PredictionWriter, check_resumable, repair
 from apibank.generate.stops import answer_text, renders_plain_text, stops_for
-from apibank.notation import call_text
+from apibank.generate.toolcalls import MAX_TEXT_CHARS
+from apibank.notation import UnreadableArguments, call_text, unreadable_call_text
+
+# The most characters of a prediction or raw output a record keeps (a server may send megabytes). Cut
+# answers get ``"truncated": true``; the cap is twice what the judge reads (MAX_PREDICTION_CHARS), and
+# what the tool-call readers look at, so a cut answer is judged exactly as the whole one.
+MAX_STORED_CHARS = MAX_TEXT_CHARS
 
 
 def token_budgets(backend: Backend, rows: Sequence[Mapping[str, Any]], margin: int = BUDGET_MARGIN) -> tuple[tuple[str, int], ...]:
@@ -73,8 +79,24 @@ def finish(conversation: Conversation, completion: Completion, settings: Decodin
     """The prediction text for a completion, and the native tool call it came from (if any)."""
     if conversation.format == "tools" and completion.tool_calls:
         name, arguments = completion.tool_calls[0]
+        if isinstance(arguments, UnreadableArguments):  # kept as written; the judge names the fault
+            return unreadable_call_text(name, arguments), {"name": name, "arguments_text": str(arguments),
+                                                           "error": arguments.error}
         return call_text(name, arguments), {"name": name, "arguments": arguments}
     return answer_text(completion.text, settings.stop), None
+
+
+def stored(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with its prediction and raw output cut to :data:`MAX_STORED_CHARS` (flagged when cut)."""
+    for key in ("prediction", "raw_output"):
+        if isinstance(record.get(key), str) and len(record[key]) > MAX_STORED_CHARS:
+            record[key] = record[key][:MAX_STORED_CHARS]
+            record["truncated"] = True
+    call = record.get("tool_call")
+    if call and len(call.get("arguments_text", "")) > MAX_STORED_CHARS:
+        call["arguments_text"] = call["arguments_text"][:MAX_STORED_CHARS]
+        record["truncated"] = True
+    return record
 
 
 def usage_of(completion: Completion, seconds_share: float) -> dict[str, Any]:
@@ -177,15 +199,18 @@ def generate_predictions(
         record = {
             "id": conversation.row_id,
             "prediction": prediction,
-            "prompt": prompts[i],
+            "prompt": completion.extra.get("prompt", prompts[i]),  # the prompt sent, where the backend adapted it
             "raw_output": completion.raw,
             **run,
             "level": conversation.level,
             "kind": conversation.kind,
             **usage_of(completion, seconds_share),
         }
+        if completion.extra.get("template_adaptations"):
+            record["template_adaptations"] = list(completion.extra["template_adaptations"])
         if tool_call is not None:
             record["tool_call"] = tool_call
+        record = stored(record)
         with HeldInterrupt():  # a Ctrl-C here waits until the line is written whole
             produced[record["id"]] = record
             if writer is not None:

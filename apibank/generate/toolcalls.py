@@ -31,9 +31,11 @@ import json
 import re
 from typing import Any, Iterable, Iterator, Mapping
 
-from apibank.notation import MAX_CALL_CHARS, ParseError, keyword_arguments, python_expression, string_end
+from apibank.notation import (
+    MAX_CALL_CHARS, ParseError, UnreadableArguments, keyword_arguments, python_expression, string_end,
+)
 
-ToolCall = tuple[str, dict[str, Any]]
+ToolCall = tuple[str, dict[str, Any] | UnreadableArguments]
 
 MAX_TEXT_CHARS = 65_536  # a call longer than this is not a call the benchmark can score anyway
 MAX_DEPTH = 32  # nesting of a JSON value or Python literal; the benchmark's arguments are flat
@@ -64,11 +66,16 @@ def _as_call(obj: Any) -> ToolCall | None:
     if not isinstance(name, str) or not name:
         return None
     arguments = obj.get("arguments", obj.get("parameters"))
-    if isinstance(arguments, str):  # the OpenAI wire form: JSON text, which must decode
+    if isinstance(arguments, str):  # the OpenAI wire form: JSON text, which must decode to an object
         text = arguments
         arguments = _decode_json(text) if text.strip() else {}
         if arguments is None and text.strip() != "null":
-            return None
+            return name.removeprefix("functions."), UnreadableArguments(
+                text[:MAX_TEXT_CHARS],
+                f"the arguments are not JSON (or longer than {MAX_TEXT_CHARS} characters, or deeper than {MAX_DEPTH})")
+        if arguments is not None and not isinstance(arguments, Mapping):
+            return name.removeprefix("functions."), UnreadableArguments(
+                text[:MAX_TEXT_CHARS], f"the arguments are JSON {type(arguments).__name__}, not an object")
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, Mapping):

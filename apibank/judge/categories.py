@@ -43,6 +43,8 @@ MEMORY_LIMIT = "MEMORY_LIMIT"
 EXECUTION_TYPE_ERROR = "EXECUTION_TYPE_ERROR"
 # The prediction is longer than any answer the judge reads (MAX_PREDICTION_CHARS); judged wrong unread.
 PREDICTION_TOO_LONG = "PREDICTION_TOO_LONG"
+# A native tool call whose arguments are not a JSON object (kept as written: apibank.notation.unreadable_call).
+INVALID_TOOL_ARGUMENTS = "INVALID_TOOL_ARGUMENTS"
 # Corrected: the prediction differs from the recorded gold and the gold call itself fails in the
 # replayed state, so there is no trustworthy second reference: a data error, counted wrong.
 GOLD_CALL_FAILED = "GOLD_CALL_FAILED"
@@ -74,6 +76,7 @@ CATEGORY_DESCRIPTIONS = {
     EXECUTION_TYPE_ERROR: "level 3 paper: the tool raised TypeError (e.g. unknown coordinates), which lv3_evaluator "
     "counts as a failed (execution error) line",
     PREDICTION_TOO_LONG: f"the prediction is longer than {MAX_PREDICTION_CHARS} characters and is not read",
+    INVALID_TOOL_ARGUMENTS: "a native tool call whose arguments are not a JSON object (kept as the model wrote them)",
     GOLD_CALL_FAILED: "corrected: the prediction differs from the recorded gold and the gold call itself fails in the "
     "replayed state (a data error, reported; never counted correct)",
 }

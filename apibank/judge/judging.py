@@ -21,7 +21,9 @@ Isolation and bounds: every judged call runs in its own :class:`Session` over th
 databases (private copies on write). The judge itself sets no timer: :mod:`apibank.judge.scoring`
 runs it in a worker process with a per-sample deadline and a memory cap (:mod:`apibank.judge.worker`),
 and a prediction longer than :data:`MAX_PREDICTION_CHARS` is judged ``PREDICTION_TOO_LONG`` before any
-parsing. Nothing from a prediction is evaluated: parsing is regular expressions or ``ast`` literals.
+parsing, and a native tool call whose arguments are not a JSON object (kept as written,
+:func:`apibank.notation.unreadable_call_text`) is judged ``INVALID_TOOL_ARGUMENTS`` under both
+protocols. Nothing from a prediction is evaluated: parsing is regular expressions or ``ast`` literals.
 """
 
 from __future__ import annotations
@@ -39,13 +41,14 @@ from apibank.benchmark import SEARCHER, level_spec
 from apibank.data.renames import renamed, renamed_record
 from apibank.judge.categories import (
     ABORT_EXECUTION_ERROR, ABORT_MISSING_KEYWORDS, API_NAME_MISMATCH, CORRECTED_CATEGORIES,
-    FAILED_PARSE_API_CALL, GOLD_CALL_FAILED, HAS_EXCEPTION, INPUT_MISMATCH, MAX_PREDICTION_CHARS, NO_API_CALL,
+    FAILED_PARSE_API_CALL, GOLD_CALL_FAILED, HAS_EXCEPTION, INPUT_MISMATCH, INVALID_TOOL_ARGUMENTS,
+    MAX_PREDICTION_CHARS, NO_API_CALL,
     OUTPUT_MISMATCH, PAPER_CATEGORY_MAPS, PREDICTION_TOO_LONG, TIMEOUT, UNCATEGORISED,
     CategoryMap,
 )
 from apibank.judge.parsing import parse_paper
 from apibank.judge.retriever import CachedRetriever, shared_retriever
-from apibank.notation import ParseError, parse_call
+from apibank.notation import ParseError, parse_call, unreadable_call
 
 
 T = TypeVar("T")
@@ -127,6 +130,15 @@ class Judge:
             )
         return None
 
+    @staticmethod
+    def _unreadable(prediction: str) -> Verdict | None:
+        """A native tool call whose arguments are not a JSON object: wrong, under its own category."""
+        call = unreadable_call(prediction)
+        if call is None:
+            return None
+        return Verdict(False, INVALID_TOOL_ARGUMENTS, call=prediction, name=call[0],
+                       error=f"the arguments are not a JSON object: {call[1][:200]!r}")
+
     # ------------------------------------------------------------------------ the exception ladder
     def _execute(self, verdict: Verdict, categories: CategoryMap, open_session: Callable[[], Session],
                  arguments: dict[str, Any], coercion: str) -> Record | None:
@@ -160,7 +172,7 @@ class Judge:
     # ---------------------------------------------------------------------------------- paper
     def paper(self, prediction: str, reference: dict[str, Any], gold: Record) -> Verdict:
         """The original's verdict; ``gold`` is the (possibly shared, mutable) recorded gold record."""
-        return self._too_long(prediction) or self._paper(prediction, reference, gold)
+        return self._too_long(prediction) or self._unreadable(prediction) or self._paper(prediction, reference, gold)
 
     def _paper(self, prediction: str, reference: dict[str, Any], gold: Record) -> Verdict:
         parsed = parse_paper(prediction)
@@ -198,7 +210,7 @@ class Judge:
     # ------------------------------------------------------------------------------ corrected
     def corrected(self, prediction: str, reference: dict[str, Any]) -> Verdict:
         """The corrected protocol's verdict (never edits ``reference``)."""
-        return self._too_long(prediction) or self._corrected(prediction, reference)
+        return self._too_long(prediction) or self._unreadable(prediction) or self._corrected(prediction, reference)
 
     def _corrected(self, prediction: str, reference: dict[str, Any]) -> Verdict:
         try:

@@ -75,6 +75,7 @@ MAPPING: dict[str, tuple[str, str]] = {
     "MISS_INPUT_ARGUMENT": (MISS_INPUT_PARAMETERS, "a required argument is missing"),
     "ABORT_MISSING_KEYWORDS": (MISS_INPUT_PARAMETERS, "level 3: ToolSearcher called without keywords"),
     "FAILED_PARSE_API_CALL": (FALSE_API_CALL_FORMAT, "corrected: a call whose arguments are not literals"),
+    "INVALID_TOOL_ARGUMENTS": (FALSE_API_CALL_FORMAT, "a native tool call whose arguments are not a JSON object"),
     "OUTPUT_MISMATCH": (WRONG_VALUES, "ran, output differs from gold (ToolSearcher: Failed API Retrieval)"),
     "INPUT_MISMATCH": (WRONG_VALUES, "ran, input differs from gold (ToolSearcher: Failed API Retrieval)"),
     "UNCATEGORISED": (WRONG_VALUES, "the check failed with no visible difference (ToolSearcher: Failed API Retrieval)"),

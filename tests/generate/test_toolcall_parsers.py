@@ -14,7 +14,7 @@ from apibank.generate.conversation import build_conversation
 from apibank.generate.runner import generate_predictions
 from support.tiny import train_tokenizer
 from apibank.generate.toolcalls import MAX_TEXT_CHARS, calls_from_message, calls_in_text
-from apibank.notation import MAX_CALL_CHARS, call_text, parse_call
+from apibank.notation import MAX_CALL_CHARS, UnreadableArguments, call_text, parse_call
 from apibank.pipeline import load_rows
 
 TOOLS = ["QueryMeeting", "GetToday", "AddAlarm"]
@@ -84,7 +84,11 @@ def test_hostile_nesting_and_sizes_are_bounded():
     deep = '{"name": "QueryMeeting", "arguments": {"a": ' + "[" * 5000 + "]" * 5000 + "}}"
     assert calls_in_text(deep, TOOLS) == []  # too deep to be a benchmark argument: no call, no crash
     assert calls_in_text("] } ) " * 1000 + SYNTAXES["hermes"], TOOLS) == [MEETING]
-    assert calls_from_message([{"function": {"name": "QueryMeeting", "arguments": "[" * 5000}}]) == []
+    # arguments too deep to read: the call is kept with them as written (up to the bound), never read
+    ((name, written),) = calls_from_message([{"function": {"name": "QueryMeeting", "arguments": "[" * 5000}}])
+    assert name == "QueryMeeting" and isinstance(written, UnreadableArguments) and written == "[" * 5000
+    ((_, long),) = calls_from_message([{"function": {"name": "Q", "arguments": "{" * (2 * MAX_TEXT_CHARS)}}])
+    assert len(long) == MAX_TEXT_CHARS
     assert calls_from_message("not a list") == [] and calls_from_message(None) == []
 
 

@@ -1,11 +1,21 @@
-"""The one HTTP client of the package (standard library only): JSON requests to a model server, with
-the retry policy every caller shares.
+"""The one HTTP client of the package: JSON requests to a model server over ``httpx``, with the deadline
+and the retry policy every caller shares.
 
-Connection errors, timeouts and 408/409/429/5xx are retried with exponential backoff, honouring a
-``Retry-After`` header up to :data:`MAX_RETRY_AFTER` seconds, at most ``max_retries`` times and
-``retry_budget`` seconds of waiting per request; each retry is said through ``log``. A request the
-server rejects (other 4xx, a 500 whose text names a validation or template error, or the same 500
-twice) fails at once as a *refusal*, with the server's message whole.
+* **Deadline.** Each attempt must deliver its whole answer (status line, headers and body) within
+  ``timeout`` seconds (``--request-timeout``); a server that never answers, stalls, or trickles its
+  answer a byte at a time is abandoned at that moment. httpx's own timeouts bound each read, not the
+  answer, so the attempt runs in a thread of its own that the caller stops waiting for at the deadline
+  (the thread drops the connection at its next byte).
+* **Retried**: the statuses in :data:`RETRY_STATUS` (408, 409, 429 and 500, 502, 503, 504) and every
+  transport fault: no connection, a connection reset or closed early, a malformed status line or
+  headers, a body cut short (chunked or under its ``Content-Length``), a missed deadline. Each retry
+  waits ``backoff * 2**attempt`` seconds (plus up to 10 % jitter), or the server's ``Retry-After``
+  capped at :data:`MAX_RETRY_AFTER`; at most ``max_retries`` retries and ``retry_budget`` seconds of
+  waiting per request; each retry is said through ``log`` as one whole line.
+* **Not retried**: every other status (the server's message shown whole, up to
+  :data:`MAX_ERROR_CHARS`), a URL httpx cannot use, a reply over :data:`MAX_REPLY_BYTES`. A 400 or 422
+  whose message names a chat-template, role or tool problem is a *refusal* (``EndpointError.refusal``),
+  which a caller may answer by adapting the request; a 5xx never is.
 """
 
 from __future__ import annotations
@@ -16,15 +26,15 @@ import re
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from email.utils import parsedate_to_datetime
 from typing import Any, Callable
+
+import httpx
 
 
 class EndpointError(RuntimeError):
     """A request that failed for good. ``status`` is the HTTP status (None when no server answered);
-    ``refusal`` when the server rejected the request itself."""
+    ``refusal`` when the server rejected the request's content (see :data:`REFUSAL`)."""
 
     def __init__(self, message: str, *, status: int | None = None, refusal: bool = False,
                  reason: str | None = None) -> None:
@@ -34,17 +44,26 @@ class EndpointError(RuntimeError):
         self.reason = reason or message  # the failure without the URL
 
 
+# 408: the server gave up waiting for the request; 409: a conflict that OpenAI's API and some gateways
+# answer for a request that may pass a moment later; 429: rate limits; 5xx: server faults.
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
-# A 500 whose text says the request itself is wrong will fail the same way every time
-# (llama-cpp-python answers a schema or chat-template violation with HTTP 500).
-_VALIDATION = re.compile(
-    r"validation|invalid|required|missing|must |alternate|not supported|unsupported|template|"
-    r"KeyError|TypeError|ValueError|AttributeError|IndexError|unexpected keyword",
-    re.IGNORECASE,
-)
+REFUSAL_STATUS = frozenset({400, 422})
+# What makes a 400/422 a refusal that an adapted conversation may pass (vLLM and TGI answer a chat
+# template's raise_exception, e.g. "Conversation roles must alternate", and a tool message without
+# a call with 400); a context-length or parameter error is not one.
+REFUSAL = re.compile(r"template|\brole|alternat|tool|function[ _]call", re.IGNORECASE)
 MAX_REPLY_BYTES = 16 * 1024 * 1024  # an answer is a few KB; a bigger reply is a broken endpoint
 MAX_ERROR_CHARS = 20_000  # the server's error text is shown whole up to this size
 MAX_RETRY_AFTER = 60.0  # seconds: a larger Retry-After is capped (it would stall the run)
+
+_LOG_LOCK = threading.Lock()
+
+
+def say(line: str) -> None:
+    """One line on stderr in one write, so that the lines of parallel requests never interleave."""
+    with _LOG_LOCK:
+        sys.stderr.write(line.rstrip("\n") + "\n")
+        sys.stderr.flush()
 
 
 def retry_after(value: str | None) -> float | None:
@@ -80,8 +99,16 @@ def error_text(data: bytes) -> str:
     return text
 
 
+class _Fault(Exception):
+    """An attempt that failed in a way worth retrying; ``args[0]`` says how."""
+
+
+class _TooLarge(Exception):
+    pass
+
+
 class HttpClient:
-    """Requests to one API root (``http://host:8000/v1``), with the retry policy above.
+    """Requests to one API root (``http://host:8000/v1``), with the deadline and retry policy above.
 
     ``stop`` (an event) ends the waits and the requests not yet sent with KeyboardInterrupt, so that a
     caller's Ctrl-C returns at once.
@@ -107,8 +134,15 @@ class HttpClient:
         self.max_retries = max(0, max_retries)
         self.backoff = backoff
         self.retry_budget = retry_budget
-        self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
+        self.log = log or say
         self.stop = stop or threading.Event()
+        # one pool of kept-alive connections for every thread; no cap on connections, the caller's
+        # concurrency is the cap
+        self.client = httpx.Client(timeout=self.timeout, limits=httpx.Limits(max_connections=None),
+                                   follow_redirects=True)
+
+    def close(self) -> None:
+        self.client.close()
 
     def post_json(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         """POST ``body`` as JSON to ``base_url + path``; the reply, which must be a JSON object."""
@@ -122,48 +156,76 @@ class HttpClient:
             raise EndpointError(f"{url}: the reply is not a JSON object: {error_text(payload[:2000])}")
         return reply
 
+    def _attempt(self, method: str, url: str, data: bytes | None,
+                 headers: dict[str, str]) -> tuple[int, httpx.Headers, bytes]:
+        """One request: (status, headers, body), read whole by the deadline."""
+        outcome: dict[str, Any] = {}
+        finished, abandoned = threading.Event(), threading.Event()
+
+        def run() -> None:
+            try:
+                with self.client.stream(method, url, content=data, headers=headers) as response:
+                    body = bytearray()
+                    for chunk in response.iter_bytes():
+                        if abandoned.is_set():  # the caller has gone: drop the connection
+                            return
+                        body += chunk
+                        if len(body) > MAX_REPLY_BYTES:
+                            raise _TooLarge
+                    outcome["reply"] = (response.status_code, response.headers, bytes(body))
+            except BaseException as error:  # noqa: BLE001 (handed to the caller's thread)
+                outcome["error"] = error
+            finally:
+                finished.set()
+
+        threading.Thread(target=run, daemon=True, name="apibank-http").start()
+        if not finished.wait(self.timeout):
+            abandoned.set()
+            raise _Fault(f"no complete answer within --request-timeout {self.timeout:g} s")
+        error = outcome.get("error")
+        if error is None:
+            return outcome["reply"]
+        if isinstance(error, _TooLarge):
+            raise EndpointError(f"{url}: the reply is larger than {MAX_REPLY_BYTES} bytes")
+        if isinstance(error, (httpx.UnsupportedProtocol, httpx.InvalidURL, httpx.LocalProtocolError)):
+            raise EndpointError(f"{url}: {error}", reason=str(error)) from None
+        if isinstance(error, httpx.TimeoutException):
+            raise _Fault(f"no complete answer within --request-timeout {self.timeout:g} s")
+        if isinstance(error, httpx.TransportError):  # reset, refused, cut body, bad status line, ...
+            raise _Fault(f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
+        if isinstance(error, httpx.HTTPError):  # a body that cannot be decoded, a redirect loop
+            raise EndpointError(f"{url}: {type(error).__name__}: {error}", reason=str(error)) from None
+        raise error
+
     def request(self, path: str, data: bytes | None = None, *, content_type: str | None = None) -> bytes:
         """The reply body of a GET (``data`` None) or POST to ``base_url + path``, retried as above."""
         url = self.base_url + path
         headers = {"Content-Type": content_type} if content_type else {}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
+        method = "POST" if data is not None else "GET"
         waited = 0.0
-        last_error: str | None = None
         for attempt in range(self.max_retries + 1):
             if self.stop.is_set():
                 raise KeyboardInterrupt
+            delay: float | None = None
             try:
-                request = urllib.request.Request(url, data=data, headers=headers, method="POST" if data else "GET")
-            except ValueError as error:  # not a URL at all
-                raise EndpointError(f"{url}: {error}", reason=str(error)) from None
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    payload = response.read(MAX_REPLY_BYTES + 1)
-                if len(payload) > MAX_REPLY_BYTES:
-                    raise EndpointError(f"{url}: the reply is larger than {MAX_REPLY_BYTES} bytes")
-                return payload
-            except urllib.error.HTTPError as error:
-                detail = error_text(error.read(MAX_REPLY_BYTES))
-                status = error.code
-                # A refusal of the request itself, which an adapted request may pass
-                refusal = status in (400, 422) or (
-                    status == 500 and (bool(_VALIDATION.search(detail)) or detail == last_error)
-                )
-                if refusal or status not in RETRY_STATUS or attempt == self.max_retries:
-                    raise EndpointError(f"{url}: HTTP {status}: {detail}", status=status, refusal=refusal,
-                                        reason=f"HTTP {status}: {detail}") from None
-                last_error = detail
-                reason = f"HTTP {status}" + (f" ({detail[:200]})" if detail else "")
-                delay = retry_after(error.headers.get("Retry-After"))
-                if delay is None:
-                    delay = self.backoff * 2**attempt
-            except (urllib.error.URLError, TimeoutError, ConnectionError, ValueError) as error:
-                reason = f"{getattr(error, 'reason', error)}"
-                if attempt == self.max_retries or isinstance(error, ValueError):
+                status, reply_headers, payload = self._attempt(method, url, data, headers)
+            except _Fault as fault:
+                reason = str(fault)
+                if attempt == self.max_retries:
                     raise EndpointError(f"{url}: {reason}", reason=reason) from None
-                if isinstance(error, TimeoutError) or "timed out" in reason:
-                    reason = f"no answer within --request-timeout {self.timeout:g} s"
+            else:
+                if status < 400:
+                    return payload
+                detail = error_text(payload)
+                refusal = status in REFUSAL_STATUS and bool(REFUSAL.search(detail))
+                if status not in RETRY_STATUS or attempt == self.max_retries:
+                    raise EndpointError(f"{url}: HTTP {status}: {detail}", status=status, refusal=refusal,
+                                        reason=f"HTTP {status}: {detail}")
+                reason = f"HTTP {status}" + (f" ({detail[:200]})" if detail else "")
+                delay = retry_after(reply_headers.get("Retry-After"))
+            if delay is None:
                 delay = self.backoff * 2**attempt
             delay = min(delay * (1 + 0.1 * random.random()), MAX_RETRY_AFTER)
             if waited + delay > self.retry_budget:

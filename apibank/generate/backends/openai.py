@@ -39,9 +39,12 @@ class OpenAIBackend(Backend):
     environment variable named by ``api_key_env`` (default ``OPENAI_API_KEY``; none is sent if unset).
     Requests of a batch run concurrently (``concurrency`` threads), each retried by the
     :class:`~apibank.generate.backends.http.HttpClient` policy (``max_retries``, ``backoff``,
-    ``retry_budget``, ``Retry-After`` capped). A request the server rejects is not retried: the
-    conversation is adapted once as a chat template would be (:mod:`apibank.generate.templates`), and
-    if the server still refuses, the error shows the server's message whole.
+    ``retry_budget``, ``Retry-After`` capped, ``timeout`` bounding each whole answer). A request the
+    server refuses for its content (HTTP 400/422 naming a template, role or tool problem) is not
+    retried: the conversation is adapted as a chat template would be
+    (:mod:`apibank.generate.templates`), the adaptations kept for the rows after it and recorded with
+    each row's prompt; if the server still refuses, the error shows the server's message whole. A 5xx
+    is a server fault, retried, never a reason to adapt.
     """
 
     name = "openai"
@@ -50,8 +53,8 @@ class OpenAIBackend(Backend):
         Option("api_key_env", "environment variable holding the key", default="OPENAI_API_KEY", metavar="NAME"),
         Option("concurrency", "parallel requests", type=int, default=8, minimum=1),
         Option("max_retries", "retries per request", type=int, default=5, minimum=0),
-        Option("timeout", "seconds to wait for one answer before retrying it", type=float, default=120.0,
-               flag="--request-timeout", metavar="SECONDS", check=positive_seconds),
+        Option("timeout", "seconds for one whole answer (a trickle included) before retrying it", type=float,
+               default=120.0, flag="--request-timeout", metavar="SECONDS", check=positive_seconds),
         Option("tool_results_as_user", "chat format: send API results as user turns (the hosted OpenAI API "
                "rejects tool messages that answer no tool call)", kind="switch", default=False),
     )
@@ -155,9 +158,14 @@ class OpenAIBackend(Backend):
         body.update(self.extra_body)
         return body
 
-    def render(self, conversation: Conversation) -> str:
-        messages, tools = self._adapted(conversation, tuple(self._adaptations))
+    def sent_prompt(self, conversation: Conversation, adaptations: Sequence[str]) -> str:
+        """The prompt as recorded: the messages and tools sent with ``adaptations``, as JSON text."""
+        messages, tools = self._adapted(conversation, adaptations)
         return json.dumps({"messages": self.wire_messages(messages), "tools": tools}, ensure_ascii=False)
+
+    def render(self, conversation: Conversation) -> str:
+        """The prompt with the adaptations learnt so far (a row's record keeps the one it was sent with)."""
+        return self.sent_prompt(conversation, tuple(self._adaptations))
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         return self.client.post_json("/chat/completions", body)
@@ -194,7 +202,7 @@ class OpenAIBackend(Backend):
 
     def _one(self, conversation: Conversation, settings: DecodingSettings) -> Completion:
         started = time.perf_counter()
-        reply, _ = self._reply(conversation, settings)
+        reply, adaptations = self._reply(conversation, settings)
         choices = reply.get("choices")
         message = choices[0].get("message") if isinstance(choices, list) and choices and isinstance(
             choices[0], dict) else None
@@ -205,7 +213,10 @@ class OpenAIBackend(Backend):
         if conversation.format == "tools":
             names = [tool["function"]["name"] for tool in conversation.tools or []]
             calls = calls_from_message(message.get("tool_calls")) or calls_in_text(text, names) or None
-        extra: dict[str, Any] = {"seconds": round(time.perf_counter() - started, 6)}
+        extra: dict[str, Any] = {"seconds": round(time.perf_counter() - started, 6),
+                                 "prompt": self.sent_prompt(conversation, adaptations)}
+        if adaptations:
+            extra["template_adaptations"] = [name for name in ORDER if name in adaptations]
         usage = _usage(reply)
         if usage is not None:
             extra["usage"] = usage
@@ -287,3 +298,5 @@ def check_endpoint(base_url: str, api_key: str | None, timeout: float) -> None:
         if error.status is None:
             raise UsageError(f"--base-url {base_url}: no server answers ({error.reason}); start it or fix "
                              "the URL") from None
+    finally:
+        client.close()
