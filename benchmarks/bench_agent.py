@@ -96,7 +96,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.compile:
         from apibank.errors import UserError
-        from apibank.generate.backends.compiled import check_compile_device
+        from apibank.generate.decoders.compiled import check_compile_device
 
         try:
             check_compile_device(args.device)

@@ -156,7 +156,7 @@ def synchronize(device: str) -> None:
 def transformers_generate(model, prompts, steps: int, pad_id: int) -> None:
     import torch
 
-    from apibank.generate.backends.decoding import left_padded
+    from apibank.generate.decoders.decoding import left_padded
 
     ids, mask, _ = left_padded(prompts, pad_id, model.device)
     with torch.inference_mode():
@@ -368,8 +368,8 @@ def main() -> None:
 def run(args, dtype: str) -> None:
     from apibank.errors import UserError
     from apibank.generate import TransformersBackend, build_conversation, generate_predictions
-    from apibank.generate.backends.compiled import CompiledDecoder, check_compile_device
-    from apibank.generate.backends.decoding import hand_loop
+    from apibank.generate.decoders.compiled import CompiledDecoder, check_compile_device
+    from apibank.generate.decoders.decoding import hand_loop
     from apibank.generate.backends.loading import available_cores
     from apibank.generate.runner import generation_order, sized_settings
     from apibank.pipeline import load_rows
@@ -407,7 +407,7 @@ def run(args, dtype: str) -> None:
     compiled = CompiledDecoder(backend.model, eos_ids=backend.eos_ids, pad_id=pad_id) if args.compile else None
     batching = None
     if args.batching:
-        from apibank.generate.backends.continuous import ContinuousDecoder
+        from apibank.generate.decoders.continuous import ContinuousDecoder
 
         chosen = {"page_size": args.page_size, "max_batch_tokens": args.max_batch_tokens,
                   "scheduler_type": args.scheduler}

@@ -10,8 +10,8 @@ import pytest
 
 from apibank.cli.main import main
 from apibank.errors import UsageError
-from apibank.generate.backends.compiled import CompiledDecoder, check_compile_device
-from apibank.generate.backends.decoding import hand_loop
+from apibank.generate.decoders.compiled import CompiledDecoder, check_compile_device
+from apibank.generate.decoders.decoding import hand_loop
 from apibank.pipeline import usage_totals
 
 

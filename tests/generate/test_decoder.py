@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from apibank.generate import build_conversation
-from apibank.generate.backends.compiled import CompiledDecoder
-from apibank.generate.backends.continuous import ContinuousDecoder
-from apibank.generate.backends.decoding import GreedyDecoder, hand_loop
+from apibank.generate.decoders.compiled import CompiledDecoder
+from apibank.generate.decoders.continuous import ContinuousDecoder
+from apibank.generate.decoders.decoding import GreedyDecoder, hand_loop
 from apibank.generate.runner import generation_order
 from apibank.generate.stops import LINE_STOPS, PAPER_STOPS, StopWatch, first_stop
 from support.tiny import build_tiny_model

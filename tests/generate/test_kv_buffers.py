@@ -8,7 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer  # noqa: E402
 
-from apibank.generate.backends.kv_buffers import BufferedLayer, BufferedSlidingLayer  # noqa: E402
+from apibank.generate.decoders.kv_buffers import BufferedLayer, BufferedSlidingLayer  # noqa: E402
 
 
 def _states(generator, batch, length):

@@ -9,8 +9,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from apibank.generate.backends import linear_products  # noqa: E402
-from apibank.generate.backends.linear_products import (  # noqa: E402
+from apibank.generate.decoders import linear_products  # noqa: E402
+from apibank.generate.decoders.linear_products import (  # noqa: E402
     FORMS,
     LINEAR,
     PACKED_ROWS,

@@ -9,9 +9,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from apibank.generate.backends import packed_prefill  # noqa: E402
-from apibank.generate.backends.decoding import GreedyDecoder, hand_loop  # noqa: E402
-from apibank.generate.backends.packed_prefill import attention_masks, common_prefix, pack  # noqa: E402
+from apibank.generate.decoders import packed_prefill  # noqa: E402
+from apibank.generate.decoders.decoding import GreedyDecoder, hand_loop  # noqa: E402
+from apibank.generate.decoders.packed_prefill import attention_masks, common_prefix, pack  # noqa: E402
 
 
 def test_the_tree_runs_each_shared_token_once():

@@ -11,7 +11,7 @@ import pytest
 import apibank_cli
 from apibank.generate import DecodingSettings, build_conversation, generate_predictions
 from apibank.generate.backends import Backend, Completion
-from apibank.generate.backends.decoding import GreedyDecoder, hand_loop
+from apibank.generate.decoders.decoding import GreedyDecoder, hand_loop
 from apibank.generate.runner import generation_order, sized_settings, token_budgets
 from apibank.generate.stops import LINE_STOPS, PAPER_STOPS, answer_text, cut_at_stop, first_stop, stops_for
 from apibank.pipeline import load_rows, parse_price, usage_totals

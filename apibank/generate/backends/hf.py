@@ -140,12 +140,12 @@ class TransformersBackend(_HFRendering, Backend):
     """``AutoModelForCausalLM`` from a Hub id, a local folder or a local ``.gguf`` file. Every decoder stops
     each row on its own (the stop rule on the generated text only, its own token budget, EOS):
 
-    * on a CPU, :class:`~apibank.generate.backends.decoding.GreedyDecoder` (prompts sharing a prefix
+    * on a CPU, :class:`~apibank.generate.decoders.decoding.GreedyDecoder` (prompts sharing a prefix
       prefilled together over its cache, a prefix shared with the previous call's prompt reused), where
       the library's continuous batching is slower;
     * elsewhere, transformers' continuous batching
-      (:class:`~apibank.generate.backends.continuous.ContinuousDecoder`);
-    * with ``compile=True`` (a CUDA GPU only), :class:`~apibank.generate.backends.compiled.CompiledDecoder`
+      (:class:`~apibank.generate.decoders.continuous.ContinuousDecoder`);
+    * with ``compile=True`` (a CUDA GPU only), :class:`~apibank.generate.decoders.compiled.CompiledDecoder`
       (static cache, CUDA graphs).
 
     On a CPU, torch's thread count is set before each batch to the cores that other processes leave free
@@ -169,7 +169,7 @@ class TransformersBackend(_HFRendering, Backend):
         if not model.lower().endswith(".gguf"):  # a .gguf one: the gguf extra, torch included
             require_extra("torch", ("torch",), f"--backend {cls.name}")
         if options.get("compile"):
-            from apibank.generate.backends.compiled import check_compile_device
+            from apibank.generate.decoders.compiled import check_compile_device
 
             check_compile_device(options.get("device") or ("cuda" if _cuda_available() else "cpu"))
         check_hf_model(model, options, fmt)
@@ -194,7 +194,7 @@ class TransformersBackend(_HFRendering, Backend):
         from apibank.generate.backends.loading import CpuThreads, load_tokenizer_and_model, resolve_model
 
         if compile:  # refused before the model loads
-            from apibank.generate.backends.compiled import check_compile_device
+            from apibank.generate.decoders.compiled import check_compile_device
 
             check_compile_device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         self.compile = compile
@@ -224,16 +224,16 @@ class TransformersBackend(_HFRendering, Backend):
             eos_ids.add(self.tokenizer.eos_token_id)
         self.eos_ids = sorted(eos_ids)
         if compile:
-            from apibank.generate.backends.compiled import CompiledDecoder, check_compile_device
+            from apibank.generate.decoders.compiled import CompiledDecoder, check_compile_device
 
             check_compile_device(str(self.model.device))
             self.decoder = CompiledDecoder(self.model, eos_ids=self.eos_ids, pad_id=self.tokenizer.pad_token_id or 0)
         elif self.model.device.type == "cpu":
-            from apibank.generate.backends.decoding import GreedyDecoder
+            from apibank.generate.decoders.decoding import GreedyDecoder
 
             self.decoder = GreedyDecoder(self.model, eos_ids=self.eos_ids, reuse_prefix=reuse_prefix)
         else:
-            from apibank.generate.backends.continuous import ContinuousDecoder
+            from apibank.generate.decoders.continuous import ContinuousDecoder
 
             self.decoder = ContinuousDecoder(self.model, eos_ids=self.eos_ids)
 
@@ -283,7 +283,7 @@ class TransformersBackend(_HFRendering, Backend):
         return ids
 
     def _completion(self, conversation: Conversation, prompt: str, row) -> Completion:
-        """The completion of one decoded row (a :class:`~apibank.generate.backends.decoding.RowOutput`)."""
+        """The completion of one decoded row (a :class:`~apibank.generate.decoders.decoding.RowOutput`)."""
         ids = self._trim(row.ids)
         raw = self.tokenizer.decode(ids, skip_special_tokens=False)
         text = self.tokenizer.decode(ids, skip_special_tokens=True)

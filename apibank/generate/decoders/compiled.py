@@ -19,7 +19,7 @@ import time
 from typing import Any, Callable, Sequence
 
 from apibank.errors import UsageError
-from apibank.generate.backends.decoding import OnRow, RowOutput, _cache_argument, left_padded, take_tokens
+from apibank.generate.decoders.decoding import OnRow, RowOutput, _cache_argument, left_padded, take_tokens
 
 CACHE_STEP = 256  # cache lengths are rounded up to a multiple of this (fewer shapes, fewer compilations)
 
@@ -85,7 +85,7 @@ class CompiledDecoder:
         seed: int | None = None,
         on_row: OnRow | None = None,
     ) -> list[RowOutput]:
-        """As :meth:`GreedyDecoder.generate <apibank.generate.backends.decoding.GreedyDecoder.generate>`,
+        """As :meth:`GreedyDecoder.generate <apibank.generate.decoders.decoding.GreedyDecoder.generate>`,
         greedy only."""
         import torch
 

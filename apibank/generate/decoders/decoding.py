@@ -2,16 +2,16 @@
 
 On a CPU every prompt token costs compute, so the prefill does as few as it can, with no padding work:
 prompts of one call that share a prefix run their new tokens together in one pass over that prefix's
-cache, each shared token once (:mod:`~apibank.generate.backends.packed_prefill`); a prefix shared with
+cache, each shared token once (:mod:`~apibank.generate.decoders.packed_prefill`); a prefix shared with
 the previous call's prompt is reused from its cache, whose buffers keep every position so that a later
 prompt cuts it back and writes in place. The output layer runs once over every row's last position. The
 rows' caches are then stacked, left-padded, into buffers sized for the whole generation
-(:mod:`~apibank.generate.backends.kv_buffers`), where each decode step writes its token in place; the
+(:mod:`~apibank.generate.decoders.kv_buffers`), where each decode step writes its token in place; the
 linear layers run in the form measured faster for a few rows
-(:mod:`~apibank.generate.backends.linear_products`).
+(:mod:`~apibank.generate.decoders.linear_products`).
 
 Off the CPU the backend decodes with transformers' continuous batching instead
-(:mod:`~apibank.generate.backends.continuous`), which on a CPU took 1.5 to 2.6 times this decoder's time
+(:mod:`~apibank.generate.decoders.continuous`), which on a CPU took 1.5 to 2.6 times this decoder's time
 (benchmarks/README.md): for models with sliding-window layers it reuses no prompt prefix, and its
 packed prefill and paged cache reads cost more per token here.
 
@@ -119,7 +119,7 @@ class GreedyDecoder:
         self.reuse_prefix = reuse_prefix
         self._cache_arg = _cache_argument(model)
         self._kept: tuple[Any, list[int]] | None = None  # (prompt cache of a prompt, its ids)
-        from apibank.generate.backends.linear_products import choose_linear_products
+        from apibank.generate.decoders.linear_products import choose_linear_products
 
         self.linear_products = choose_linear_products(model)  # measured on this CPU: see linear_products
         self._body = _body_before_output_layer(model)
@@ -138,7 +138,7 @@ class GreedyDecoder:
         import torch
         from transformers import DynamicCache
 
-        from apibank.generate.backends.kv_buffers import cut_back, prompt_cache
+        from apibank.generate.decoders.kv_buffers import cut_back, prompt_cache
 
         reused = 0
         cache = None
@@ -169,10 +169,10 @@ class GreedyDecoder:
     def _prefill_rows(self, prompts, outputs, pick, room: int) -> tuple[Any, list[int]]:
         """The prompts' caches stacked, left-padded, into one batch cache with ``room`` positions free for the
         tokens to come, and each row's first token: (cache, first tokens). Prompts sharing a prefix run
-        together over its cache (:mod:`~apibank.generate.backends.packed_prefill`), others one by one reusing
+        together over its cache (:mod:`~apibank.generate.decoders.packed_prefill`), others one by one reusing
         the previous prompt's cache; the output layer runs once over every row's last position."""
-        from apibank.generate.backends.kv_buffers import BatchCacheBuilder
-        from apibank.generate.backends.packed_prefill import common_prefix, pack
+        from apibank.generate.decoders.kv_buffers import BatchCacheBuilder
+        from apibank.generate.decoders.packed_prefill import common_prefix, pack
 
         batch = BatchCacheBuilder(model_cache(self.model), len(prompts), max(len(p) for p in prompts), room)
         lasts: list[Any] = [None] * len(prompts)
@@ -219,8 +219,8 @@ class GreedyDecoder:
         placed in ``batch``; returns what the output layer takes for each row's last position."""
         import torch
 
-        from apibank.generate.backends.kv_buffers import cut_back
-        from apibank.generate.backends.packed_prefill import attention_masks, mask_argument
+        from apibank.generate.decoders.kv_buffers import cut_back
+        from apibank.generate.decoders.packed_prefill import attention_masks, mask_argument
 
         cache, _, _ = self._prefill_one(prefix_ids, last=False)
         cut_back(cache, len(prefix_ids))
@@ -236,12 +236,12 @@ class GreedyDecoder:
         return list(lasts)
 
     def _packing_kinds(self) -> dict[str, int | None] | None:
-        """The layer kinds for packed prefills (:func:`~apibank.generate.backends.packed_prefill.layer_kinds`)
+        """The layer kinds for packed prefills (:func:`~apibank.generate.decoders.packed_prefill.layer_kinds`)
         where the model gives, on a probe, the logits it gives each prompt alone; None otherwise."""
         import torch
 
-        from apibank.generate.backends.kv_buffers import BatchCacheBuilder
-        from apibank.generate.backends.packed_prefill import common_prefix, layer_kinds, pack
+        from apibank.generate.decoders.kv_buffers import BatchCacheBuilder
+        from apibank.generate.decoders.packed_prefill import common_prefix, layer_kinds, pack
 
         kinds = layer_kinds(self.model)
         if kinds is None:

@@ -8,7 +8,7 @@ request it stops is cancelled. A row's ids end at the token the rule stopped at,
 runs before it sees the cancel adds nothing.
 
 Not on a CPU: there it took 1.5 to 2.6 times the time of the package's CPU decoder
-(:class:`~apibank.generate.backends.decoding.GreedyDecoder`) on the same rows, with the same tokens
+(:class:`~apibank.generate.decoders.decoding.GreedyDecoder`) on the same rows, with the same tokens
 (benchmarks/README.md): it cannot reuse a dialogue's shared prompt prefix for models with sliding-window
 layers (Gemma 3), and its packed prefill and paged cache reads cost more per token there.
 
@@ -22,12 +22,12 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Sequence
 
-from apibank.generate.backends.decoding import OnRow, RowOutput, add_token
+from apibank.generate.decoders.decoding import OnRow, RowOutput, add_token
 
 
 class ContinuousDecoder:
     """Token-id prompts decoded by transformers' continuous batching, one library session per call; the
-    interface of :class:`~apibank.generate.backends.decoding.GreedyDecoder`. ``config`` sets fields of the
+    interface of :class:`~apibank.generate.decoders.decoding.GreedyDecoder`. ``config`` sets fields of the
     library's ``ContinuousBatchingConfig`` (its defaults otherwise; the cache is sized to the call's rows)."""
 
     def __init__(self, model, *, eos_ids: Sequence[int], config: dict[str, Any] | None = None) -> None:
