@@ -1,5 +1,5 @@
 """``apibank import-harness PATH --output RUN``: an lm-evaluation-harness run of the API-Bank tasks (its
-``--output_path`` folder, written with ``--log_samples``) as a run folder like ``apibank score`` writes
+``--output_path`` folder, written with ``--log_samples``), or a lighteval run (``--save-details``), as a run folder like ``apibank score`` writes
 (``predictions.jsonl``, ``details.jsonl``, ``results.json``, the report), which ``apibank compare`` and
 ``apibank leaderboard`` take. Reading: :mod:`apibank.evals.outputs`; scoring: ``apibank score``'s pipeline.
 """
@@ -15,7 +15,8 @@ from apibank.cli.flags import add_output, add_overwrite, add_quiet, show_progres
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", metavar="PATH", help="lm-eval's --output_path folder of a run with --log_samples "
-                        "of the apibank tasks (python -m apibank.evals.lm_eval)")
+                        "of the apibank tasks (python -m apibank.evals.lm_eval), or lighteval's --output-dir of a "
+                        "run with --save-details of the apibank.evals.lighteval tasks")
     parser.add_argument("--data-dir", default=None, help="local copy of the upstream API-Bank folder (default: "
                         "$APIBANK_DATA_DIR, else download)")
     add_output(parser, "the run folder to write (predictions.jsonl, details.jsonl, results.json, report)")
@@ -26,14 +27,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from apibank.cli.folders import check_data_dir, check_writable, refuse_replacing
-    from apibank.evals.outputs import lm_eval_predictions
+    from apibank.evals.outputs import harness_predictions
     from apibank.generate.predictions import write_predictions
     from apibank.pipeline.classic import score_file
     from apibank.pipeline.results import results_table
     from apibank.pipeline.rows import level_of
 
     output = check_writable(args.output)
-    records, info = lm_eval_predictions(args.path)
+    records, info = harness_predictions(args.path)
     refuse_replacing(output, args.overwrite)
     if (output / "predictions.jsonl").exists() and not args.overwrite:
         from apibank.errors import OutputError

@@ -1,5 +1,8 @@
 """A harness's logged samples as this package's predictions records (``apibank import-harness``).
 
+Two harnesses: lm-evaluation-harness (:func:`lm_eval_predictions`) and lighteval
+(:func:`lighteval_predictions`); :func:`harness_predictions` tells them apart by their files.
+
 An lm-evaluation-harness ``--output_path`` folder written with ``--log_samples`` holds, per model, a
 ``results_<time>.json`` (the run's configuration, lm-eval's version) and a ``samples_<task>_<time>.jsonl``
 per task (each document, its context and generation settings, the generation after lm-eval's stop
@@ -8,7 +11,12 @@ the package's stop rule as ``prediction`` (as ``apibank evaluate`` cuts its comp
 generation itself as ``raw_output``. Scoring the records (``apibank score``'s pipeline) then gives the
 same verdicts as ``apibank score`` on those generations, because it is ``apibank score``.
 
-Needs no harness installed: the files are read as JSON. Anything that is not an API-Bank run of a
+A lighteval ``--output-dir`` folder written with ``--save-details`` holds
+``details/<model>/<time>/details_<task>|<shots>_<time>.parquet``: each row a document (``doc``, whose
+``specific`` carries the row id and reference that :mod:`apibank.evals.lighteval` put there), the
+model's response (``model_response.text``) and the sample's metrics.
+
+Needs no harness installed: the files are read as JSON and Parquet. Anything that is not an API-Bank run of a
 supported lm-eval is a :class:`apibank.errors.InputFileError` saying what was found.
 """
 
@@ -23,6 +31,7 @@ from apibank.errors import InputFileError
 from apibank.evals.lm_eval import SUPPORTED, TASK_NAMES
 from apibank.evals.samples import prediction_text
 
+LIGHTEVAL_DETAILS_FILE = re.compile(r"^details_(?P<task>[^|]+)\|(?P<shots>\d+)_(?P<time>.+)\.parquet$")
 SAMPLES_FILE = re.compile(r"^samples_(?P<task>.+)_(?P<time>\d{4}-\d{2}-\d{2}T[\d.:-]+)\.jsonl$")
 RESULTS_FILE = re.compile(r"^results_(?P<time>\d{4}-\d{2}-\d{2}T[\d.:-]+)\.json$")
 HARNESS = "lm-eval"
@@ -136,3 +145,66 @@ def lm_eval_predictions(path: str | Path) -> tuple[list[dict[str, Any]], dict[st
     info = {"model": model, "harness": versions, "tasks": sorted(by_task),
             "chat_template": bool(results.get("chat_template")), "source": str(folder)}
     return records, info
+
+
+def lighteval_predictions(path: str | Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The predictions records of a lighteval run of the API-Bank custom tasks (``--save-details``)."""
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    details = sorted(p for p in path.rglob("details_*.parquet") if LIGHTEVAL_DETAILS_FILE.match(p.name))
+    folders = sorted({p.parent for p in details})
+    if not folders:
+        raise InputFileError(f"{path}: no lighteval details_<task>|<shots>_<time>.parquet files; run lighteval with "
+                             "--save-details --output-dir and give that folder")
+    if len(folders) > 1:
+        raise InputFileError(f"{path}: details of {len(folders)} runs ({', '.join(str(f) for f in folders[:3])}); "
+                             "give one run's folder")
+    tasks = {LIGHTEVAL_DETAILS_FILE.match(p.name)["task"]: p for p in details}
+    others = sorted(task for task in tasks if task not in TASK_NAMES)
+    if others:
+        raise InputFileError(f"{folders[0]}: details of {', '.join(others)}, not API-Bank tasks "
+                             f"({', '.join(TASK_NAMES)}); give the folder of an apibank run")
+    model = folders[0].parent.name
+    records: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for task, detail_path in sorted(tasks.items()):
+        try:
+            table = pq.read_table(detail_path).to_pylist()
+        except Exception as error:  # pyarrow raises several types for a file that is not Parquet
+            raise InputFileError(f"{detail_path}: not a Parquet file ({type(error).__name__})") from None
+        for number, row in enumerate(table, 1):
+            doc, response = row.get("doc") or {}, row.get("model_response") or {}
+            specific = doc.get("specific") or {}
+            if not isinstance(specific.get("id"), str) or "reference" not in specific:
+                raise InputFileError(f"{detail_path}: row {number} has no API-Bank document (doc.specific id and "
+                                     "reference); was it written by apibank.evals.lighteval?")
+            texts = response.get("text") or []
+            if not texts or not isinstance(texts[0], str):
+                raise InputFileError(f"{detail_path}: row {number} ({specific['id']!r}) has no generated text")
+            plain = response.get("input") == doc.get("query")
+            if specific["id"] in seen:
+                continue
+            seen.add(specific["id"])
+            records.append({
+                "id": specific["id"], "prediction": prediction_text(texts[0], plain_text=plain), "raw_output": texts[0],
+                "prompt": response.get("input") if isinstance(response.get("input"), str) else doc.get("query"),
+                "format": "paper", "model": model,
+                "decoding": {"do_sample": False, "max_new_tokens": doc.get("generation_size"),
+                             "stop": doc.get("stop_sequences")},
+                "engine": {"backend": f"lighteval:{task}", "harness": "lighteval"},
+                "level": specific.get("level"), "kind": specific.get("kind"),
+            })
+    info = {"model": model, "harness": "lighteval", "tasks": sorted(tasks), "source": str(folders[0])}
+    return records, info
+
+
+def harness_predictions(path: str | Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The predictions records of an lm-eval or lighteval output folder, told apart by their files."""
+    path = Path(path)
+    if not path.is_dir():
+        raise InputFileError(f"{path}: not a folder; give lm-eval's --output_path folder (written with --log_samples) "
+                             "or lighteval's --output-dir (written with --save-details)")
+    if any(LIGHTEVAL_DETAILS_FILE.match(p.name) for p in path.rglob("details_*.parquet")):
+        return lighteval_predictions(path)
+    return lm_eval_predictions(path)

@@ -11,9 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from apibank.errors import MissingExtra, require_extra
+from apibank.evals.spec import LEVEL_TASK_NAMES
 
 TASK_FOLDER = Path(__file__).resolve().parent / "tasks"
-TASK_NAMES = ("apibank_level1", "apibank_level2", "apibank_level3")
+TASK_NAMES = LEVEL_TASK_NAMES
 GROUP_NAME = "apibank"
 # The releases whose task loader the YAMLs are written for: `class: !function` on a dotted module path
 # (a package module, not a file beside the YAML), `custom_dataset` called with the run's metadata (which

@@ -33,12 +33,9 @@ from lm_eval.api.task import ConfigurableTask  # noqa: E402
 
 from apibank.benchmark import PROTOCOLS  # noqa: E402
 from apibank.evals.samples import judge_sample, prediction_text, sample_value  # noqa: E402
-from apibank.evals.spec import FIELD_SPEC  # noqa: E402
+from apibank.evals.spec import DOC_FIELDS  # noqa: E402
 
 logger = logging.getLogger(__name__)
-
-# The row columns a document carries (the ones the inspect-ai samples carry).
-DOC_FIELDS = (FIELD_SPEC["id"], FIELD_SPEC["input"], FIELD_SPEC["target"], *FIELD_SPEC["metadata"])
 
 
 def dataset(level: int, data_dir: str | None = None, **_: Any):
