@@ -22,6 +22,7 @@ from typing import NoReturn, Sequence
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("apibank.cli.evaluate", "generate predictions for a model and score them"),
     "score": ("apibank.cli.score", "score an existing predictions file"),
+    "import-harness": ("apibank.cli.import_harness", "turn an lm-eval --log_samples run of the apibank tasks into a scored run folder"),
     "ls": ("apibank.cli.ls", "list the tools of both tool sets"),
     "replay": ("apibank.cli.replay", "execute every recorded gold call and compare"),
     "export-dataset": ("apibank.cli.export_dataset", "write a script-free dataset repository"),

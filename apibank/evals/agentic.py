@@ -20,7 +20,11 @@ import os
 import sys
 from typing import Any
 
-from inspect_ai import Epochs, Task, task
+from apibank.errors import require_extra
+
+require_extra("inspect", ("inspect_ai",), "API-Bank's inspect-ai tasks")
+
+from inspect_ai import Epochs, Task, task  # noqa: E402
 from inspect_ai.agent import AgentState, react
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.scorer import Score, Target, mean, pass_at, pass_k, scorer

@@ -23,7 +23,11 @@ from __future__ import annotations
 import sys
 from typing import Any, Iterable, Mapping, Sequence
 
-from inspect_ai import Task, task
+from apibank.errors import require_extra
+
+require_extra("inspect", ("inspect_ai",), "API-Bank's inspect-ai tasks")
+
+from inspect_ai import Task, task  # noqa: E402
 from inspect_ai.dataset import Dataset, FieldSpec, MemoryDataset, Sample, hf_dataset
 from inspect_ai.model import ChatMessageUser, GenerateConfig
 from inspect_ai.scorer import Score, SampleScore, Target, metric, scorer
@@ -31,6 +35,7 @@ from inspect_ai.solver import Generate, TaskState, generate, solver
 
 from apibank.benchmark import LEVEL_NUMBERS, PROTOCOLS, UNSIZED_MAX_NEW_TOKENS
 from apibank.evals import _offline
+from apibank.evals.samples import judge_sample, prediction_text, run_metric, sample_value
 from apibank.evals.spec import FIELD_SPEC, METRIC_NAME, SCORER_NAME, SOLVER_NAME, registration_name
 
 _offline.install()  # mockllm's usage estimate must not need tiktoken's download
@@ -79,27 +84,6 @@ def paper_prompt(icl: bool = False):
 
 
 # ---------------------------------------------------------------------------------------- scoring
-def prediction_text(completion: str) -> str:
-    """The answer part of a completion: up to where the transcript's next turn would begin."""
-    from apibank.generate.stops import answer_text, default_stops
-
-    return answer_text(completion, default_stops("paper"))
-
-
-def _sample_value(detail: Mapping[str, Any]) -> float:
-    if detail["kind"] == "api":
-        return 1.0 if detail.get("verdict") else 0.0
-    return float(detail.get("score") or 0.0)
-
-
-def _run_metric(predictions: Sequence[str], references: Sequence[str], protocols: Sequence[str],
-                data_dir: str | None, details: bool) -> dict[str, Any]:
-    from apibank.judge.scoring import score
-
-    return score(list(predictions), list(references), protocols=tuple(protocols), return_details=details,
-                 data_dir=data_dir)
-
-
 def headline_metrics(scores: Mapping[str, Any], protocols: Iterable[str]) -> dict[str, float]:
     """Flat ``{name: value}`` of the metric's result: per protocol (and level, when several) API call
     accuracy in percent with its counts, level-3 dialogue accuracy, response ROUGE-L F (0-1) and count."""
@@ -133,7 +117,7 @@ def api_bank_metrics():
         protocols = meta.get("protocols") or list(PROTOCOLS)
         predictions = [s.score.answer or "" for s in scores]
         references = [(s.sample_metadata or {})["reference"] for s in scores]
-        return headline_metrics(_run_metric(predictions, references, protocols, meta.get("data_dir"), False),
+        return headline_metrics(run_metric(predictions, references, protocols, meta.get("data_dir"), False),
                                 protocols)
 
     return compute
@@ -150,8 +134,7 @@ def api_bank_scorer(protocols: Sequence[str] = PROTOCOLS, data_dir: str | None =
 
     async def score_sample(state: TaskState, target: Target) -> Score:
         prediction = prediction_text(state.output.completion)
-        result = _run_metric([prediction], [state.metadata["reference"]], protocols, data_dir, True)
-        by_protocol = {detail["protocol"]: detail for detail in result["details"]}
+        by_protocol = judge_sample(prediction, state.metadata["reference"], protocols, data_dir)
         verdicts = {
             p: {key: by_protocol[p].get(key) for key in ("verdict", "score", "category", "error", "extracted_call")}
             for p in protocols
@@ -162,7 +145,7 @@ def api_bank_scorer(protocols: Sequence[str] = PROTOCOLS, data_dir: str | None =
             for p, v in verdicts.items()
         )
         return Score(
-            value={p: _sample_value(by_protocol[p]) for p in protocols},
+            value={p: sample_value(by_protocol[p]) for p in protocols},
             answer=prediction,
             explanation=explanation,
             metadata={"protocols": protocols, "data_dir": data_dir, "verdicts": verdicts},

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from apibank.benchmark import LEVEL_NUMBERS
+
 
 # Registry namespace of this package's inspect-ai objects (inspect prefixes the installed package name).
 NAMESPACE = "apibank"
@@ -21,6 +23,11 @@ FIELD_SPEC: dict[str, Any] = {
     "id": "id",
     "metadata": ["level", "kind", "instruction", "instruction_icl", "reference"],
 }
+
+# The row columns a harness document carries (those an inspect-ai sample carries).
+DOC_FIELDS = (FIELD_SPEC["id"], FIELD_SPEC["input"], FIELD_SPEC["target"], *FIELD_SPEC["metadata"])
+# The task of each level in lm-evaluation-harness and lighteval.
+LEVEL_TASK_NAMES = tuple(f"apibank_level{level}" for level in LEVEL_NUMBERS)
 
 SOLVER_NAME = "paper_prompt"
 SCORER_NAME = "api_bank_scorer"

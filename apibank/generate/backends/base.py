@@ -76,6 +76,16 @@ class Completion:
 OnCompletion = Callable[[int, Completion], None]
 
 
+def estimated_token_counts(texts: Sequence[str]) -> list[int]:
+    """A generous estimate of tokens per text where no tokenizer is known: 2 characters a token."""
+    return [len(text) // 2 + 1 for text in texts]
+
+
+def tokenizer_token_counts(tokenizer: Any, texts: Sequence[str]) -> list[int]:
+    """Tokens per text in a transformers tokenizer, without the special tokens a prompt would add."""
+    return [len(ids) for ids in tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
+
+
 class Backend(ABC):
     """A way to generate answers. ``options`` declares the constructor's keywords (after the model): the
     command line builds its flags from them and checks their values; ``check_options`` checks what the
@@ -113,7 +123,7 @@ class Backend(ABC):
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
         """Tokens per text in this backend's tokenizer; without one, a generous estimate (2 characters a token)."""
-        return [len(text) // 2 + 1 for text in texts]
+        return estimated_token_counts(texts)
 
     def close(self) -> None:
         pass

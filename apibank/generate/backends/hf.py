@@ -6,7 +6,7 @@ from typing import Any, Sequence
 
 from apibank.benchmark import TEMPLATE_MODES
 from apibank.errors import require_extra
-from apibank.generate.backends.base import Backend, Completion
+from apibank.generate.backends.base import Backend, Completion, tokenizer_token_counts
 from apibank.generate.backends.model_checks import check_hf_model, read_chat_template
 from apibank.generate.backends.options import CHAT_TEMPLATE, DTYPE, REVISION, TRUST_REMOTE_CODE, Option
 from apibank.generate.conversation import Conversation
@@ -261,7 +261,7 @@ class TransformersBackend(_HFRendering, Backend):
         }
 
     def token_counts(self, texts):
-        return [len(ids) for ids in self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
+        return tokenizer_token_counts(self.tokenizer, texts)
 
     def end_answers_at(self, tokens: Sequence[str]) -> list[str]:
         """Also end every answer at these tokens (a chat template's end-of-turn marker that the model's EOS

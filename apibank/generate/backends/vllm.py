@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from apibank.errors import UsageError, require_extra
-from apibank.generate.backends.base import Backend, Completion, DecodingSettings
+from apibank.generate.backends.base import Backend, Completion, DecodingSettings, tokenizer_token_counts
 from apibank.generate.backends.hf import _HFRendering, template_sha256
 from apibank.generate.backends.loading import available_memory
 from apibank.generate.backends.options import CHAT_TEMPLATE, DTYPE, REVISION, TRUST_REMOTE_CODE, Option, parse_pair
@@ -184,7 +184,7 @@ class VLLMBackend(_HFRendering, Backend):
             llm.llm_engine.engine_core.shutdown()
 
     def token_counts(self, texts):
-        return [len(ids) for ids in self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
+        return tokenizer_token_counts(self.tokenizer, texts)
 
     def _params(self, budget: int, settings: DecodingSettings):
         from vllm import SamplingParams
