@@ -37,6 +37,7 @@ DETAILS_FILE = "details.jsonl"
 RESULTS_FILE = "results.json"
 REPORT_FILE = "report.md"
 TRAJECTORIES_FILE = "trajectories.jsonl"
+FINETUNE_FILE = "finetune.json"  # a fine-tuned model's manifest (apibank finetune)
 LEADERBOARD_DIR = "leaderboard"
 
 # Deeper structures are written as a placeholder; no judged value comes close (parsers cap at 50).
@@ -90,12 +91,19 @@ def _refused_here(error: BaseException, temporary: str) -> bool:
             and error.filename in (None, temporary))
 
 
+def new_file_mode() -> int:
+    """The mode a new file gets under this process's umask (0644 under the usual 022)."""
+    mask = os.umask(0o022)  # reading the umask means setting it; put back at once
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def _publish(temporary: str, path: Path) -> None:
-    # Temporary files are created 0600; the result gets the target's mode, or the usual 0644.
+    # Temporary files are created 0600; the result gets the target's mode, or a new file's.
     try:
         mode = path.stat().st_mode & 0o777
     except OSError:
-        mode = 0o644
+        mode = new_file_mode()
     os.chmod(temporary, mode)
     os.replace(temporary, path)
 

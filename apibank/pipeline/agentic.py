@@ -29,7 +29,12 @@ ProgressBar = Callable[[int, str, int], ContextManager[Any]]
 
 
 class Interrupted(KeyboardInterrupt):
-    """Ctrl-C while the episodes ran: the trajectories written so far stay in the output folder."""
+    """Ctrl-C (or SIGTERM) while the episodes ran: the trajectories written so far stay in the output folder.
+    ``cause`` is the interrupt itself (:class:`apibank.generate.interrupts.Terminated` for SIGTERM)."""
+
+    def __init__(self, cause: KeyboardInterrupt) -> None:
+        super().__init__()
+        self.cause = cause
 
 
 def previous_trajectories(output: Path, model: str, *, overwrite: bool) -> list[dict]:
@@ -130,8 +135,8 @@ def run_agentic(
         if backend_choice:
             model_info["backend_choice"] = backend_choice
         template = driver.backend.template_info() if driver is not None and hasattr(driver.backend, "template_info") else None
-    except KeyboardInterrupt:
-        raise Interrupted from None
+    except KeyboardInterrupt as interrupt:
+        raise Interrupted(interrupt) from None
     finally:
         if driver is not None:
             driver.close()
