@@ -185,6 +185,8 @@ class JsonLinesAppender:
         try:
             os.fsync(self._fd)
         except OSError as error:
+            if error.errno == errno.EINVAL:  # a file that cannot be synced (a pipe, a device): nothing to wait for
+                return
             raise _write_refused(self.path, error, "the lines written may not all be on disk") from None
 
     def close(self) -> None:

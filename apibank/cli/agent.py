@@ -103,9 +103,6 @@ def run(args: argparse.Namespace) -> int:
     repo = push_target(args)
     if repo and args.output is None:
         raise UsageError("--push-to-hub needs --output, the folder whose result file is pushed")
-    if args.limit is not None:
-        print(f"apibank agent: warning: --limit {args.limit} runs a subset of the benchmark: no result file is "
-              "written or pushed under the official task ids", file=sys.stderr)
     output = Path(args.output) if args.output else None
     if output is None:
         return _run(args, levels, price, repo, output)
@@ -118,6 +115,9 @@ def _run(args: argparse.Namespace, levels: list[str], price: Any, repo: str | No
     from apibank.hub.agentic import agentic_leaderboard_note
     from apibank.pipeline.agentic import Interrupted, previous_trajectories, run_agentic
 
+    if args.limit is not None:
+        print(f"apibank agent: warning: --limit {args.limit} runs a subset of the benchmark: no result file is "
+              "written or pushed under the official task ids", file=sys.stderr)
     previous = previous_trajectories(output, args.model, overwrite=args.overwrite) if output is not None else []
     if previous:
         print(f"apibank agent: resuming: {len(previous)} episodes in {output / TRAJECTORIES_FILE} are kept",
