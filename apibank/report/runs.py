@@ -125,7 +125,8 @@ AGENTIC_RESULTS_SCHEMA = {
 }
 DETAIL_SCHEMA = {"id": str, "protocol": str, "level": (int, str), "kind": str, "verdict": Maybe((bool, int)),
                  "score": Maybe(NUMBER), "category": Maybe(str), "name": Maybe(str), "seconds": Maybe(NUMBER)}
-TRAJECTORY_SCHEMA = {"verdict": {"success": Maybe(bool), "rouge_l": Maybe(NUMBER), "state_ok": Maybe(bool),
+TRAJECTORY_SCHEMA = {"episode": str, "level": str, "setting": Maybe(str), "trial": int,
+                     "verdict": {"success": Maybe(bool), "rouge_l": Maybe(NUMBER), "state_ok": Maybe(bool),
                                  "information_ok": Maybe(bool), "missing": Maybe(Items(dict)),
                                  "state_diff": Maybe(dict)},
                      "stopped": Maybe(str), "seconds": Maybe(NUMBER)}
