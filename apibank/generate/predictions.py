@@ -23,7 +23,7 @@ class PredictionsFileError(JsonLinesError):
     """A predictions file that cannot be read as one record per row (names the file and the lines)."""
 
 
-DUPLICATE_WAY_OUT = "keep one line per id (a file two runs wrote into: --overwrite starts it again)"
+DUPLICATE_WAY_OUT = "keep one line per id (delete the later ones)"
 
 
 def _problem(record: dict[str, Any]) -> str | None:
