@@ -139,7 +139,7 @@ def _kind(value: Any) -> str:
 
 
 def schema_problem(value: Any, schema: Any, where: str = "") -> str | None:
-    """What in ``value`` does not follow ``schema`` (``\`field\` is X, expected Y``), None if all does."""
+    """What in ``value`` does not follow ``schema`` (the field, its type and the type expected), None if all does."""
     field_name = f"`{where}`" if where else "the content"
     if isinstance(schema, Maybe):
         return None if value is None else schema_problem(value, schema.schema, where)
