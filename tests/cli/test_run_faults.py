@@ -201,3 +201,23 @@ def test_agent_resumes_after_a_torn_line_and_refuses_duplicates_with_the_way_out
     assert error == (f"apibank agent: error: {log}:5: duplicate ('{episode}', 'searcher', 0) (first at line 2); "
                      "mend or delete that line to resume with the others, or give --overwrite to discard every "
                      "episode")
+
+
+@pytest.mark.parametrize("second", sorted(RUNS))
+def test_two_runs_at_once_into_one_folder_the_second_ends_at_once(second, data_dir, tmp_path, capsys):
+    """The issue's case: both runs generated everything, wrote every id twice and ended with no results."""
+    output = tmp_path / "run"
+    first = _child("agent", output, data_dir, nth=2, action="wait")
+    try:
+        assert first.stdout.readline().strip() == "waiting"  # one episode written, mid-run
+        capsys.readouterr()
+        assert main(_argv(second, output, data_dir)) == 2
+        error = capsys.readouterr().err.strip()
+        assert error.count("\n") == 0, error
+        assert f"{output} is in use by another run: pid {first.pid} on " in error
+        assert f"(`apibank {' '.join(_argv('agent', output, data_dir))}`)"[:60] in error
+        assert not (output / "predictions.jsonl").exists()
+    finally:
+        first.communicate("\n", timeout=600)  # the first run goes on and ends as usual
+    assert first.returncode == 0
+    assert len(read_trajectories(output / "trajectories.jsonl")) == 6
