@@ -80,7 +80,7 @@ def test_a_complete_last_line_that_is_not_json_is_not_called_torn(rows, tmp_path
     path = tmp_path / "predictions.jsonl"
     path.write_text(_oracle_line(rows["level-1"][0]) + "\nnot json\n", encoding="utf-8")
     for allow_torn_tail in (False, True):  # a resumed run must not drop it silently either
-        with pytest.raises(PredictionsFileError, match=r":2: not a JSON line$"):
+        with pytest.raises(PredictionsFileError, match=r":2: not a JSON line \(Expecting value at column 1\)$"):  # with the reason
             read_predictions(path, allow_torn_tail=allow_torn_tail)
     path.write_text(_oracle_line(rows["level-1"][0]) + "\n{\"id\": \"level-1/x", encoding="utf-8")
     with pytest.raises(PredictionsFileError, match=r":2: a torn last line"):

@@ -73,9 +73,13 @@ def graph() -> dict[str, set[str]]:
 FLOORS: tuple[tuple[str, ...], ...] = (
     # the executable tool environment: knows nothing of the benchmark built on it
     ("apibank_tools",),
-    # facts (levels, protocols, formats), the call notation, typed user errors, atomic files and the
-    # output folder's file names: what every room reads, importing none of them
-    ("apibank.benchmark", "apibank.notation", "apibank.errors", "apibank.files"),
+    # typed user errors: what every room raises, importing nothing
+    ("apibank.errors",),
+    # facts (levels, protocols, formats), the call notation, atomic files, the one JSON-lines reader and the
+    # output folder's file names: what every room reads, importing none of them but the errors
+    ("apibank.benchmark", "apibank.notation", "apibank.files"),
+    # one run per output folder: the lock and the record of the folder's kind of run, by the files' names
+    ("apibank.run_folder",),
     # upstream data: dialogues, rows, episodes, rendered prompts
     ("apibank.data",),
     # judging calls against gold (and the intervals around a score) and the model layer: neither
@@ -123,7 +127,7 @@ def test_every_import_goes_down_a_floor(graph):
 
 def test_the_floor_check_sees_each_kind_of_import(tmp_path):
     """An upward import, one on the same floor, a lazy one and a type-only one all count."""
-    assert _floor_of("apibank.agent.episode_runner") == (4, "apibank.agent")
+    assert _floor_of("apibank.agent.episode_runner") == (6, "apibank.agent")
     assert _floor_of("apibank") == (len(FLOORS) - 2, "apibank")
     assert _floor_of("apibank_cli") == (len(FLOORS) - 1, "apibank_cli")
     assert _floor_of("apibank.benchmark")[0] < _floor_of("apibank.data")[0]
@@ -289,3 +293,35 @@ def test_tests_mirror_the_rooms_and_helpers_live_in_tests_support():
     # what only tests use (tiny models, stand-in servers, mutations of gold trajectories) is not shipped
     assert not list((REPO / "apibank").rglob("tiny.py")) and not list((REPO / "apibank").rglob("mutations.py"))
     assert (tests / "support" / "tiny.py").is_file() and (tests / "support" / "hub_standin.py").is_file()
+
+
+COUNT_CHROMIUM = """
+import sys
+import pytest
+
+class Count:
+    found = 0
+
+    def pytest_collection_modifyitems(self, items):
+        Count.found = sum(any("Chromium" in str(mark.kwargs.get("reason", "")) for mark in item.iter_markers("skipif"))
+                          for item in items)
+
+pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", "tests"], plugins=[Count()])
+print("found", Count.found)
+"""
+
+
+def test_the_docs_count_the_tests_that_skip_without_chromium():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", COUNT_CHROMIUM], cwd=REPO, capture_output=True, text=True, timeout=600)
+    found = int(done.stdout.strip().splitlines()[-1].split()[-1])
+    assert found > 0, done.stdout[-2000:]
+    said = {}
+    for path in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+        text = path.read_text(encoding="utf-8")
+        for match in re.finditer(r"(\d+) tests? (?:that need it )?skip|skip \((\d+) tests\)|(\d+) tests are skipped|"
+                                 r"the (\d+) viewer tests", text):
+            said[f"{path.name}: {match.group(0)}"] = int(next(group for group in match.groups() if group))
+    assert said and set(said.values()) == {found}, (found, said)

@@ -18,6 +18,7 @@ from apibank.cli.flags import (
 )
 from apibank.errors import UsageError
 from apibank.files import TRAJECTORIES_FILE
+from apibank.generate.interrupts import exit_status, what_happened
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -95,19 +96,28 @@ def check_arguments(args: argparse.Namespace) -> tuple[list[str], Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from apibank.report.agentic import summary_table
     from apibank.cli.evaluate import push_target
-    from apibank.hub.agentic import agentic_leaderboard_note
-    from apibank.pipeline.agentic import Interrupted, previous_trajectories, run_agentic
+    from apibank.run_folder import hold
 
     levels, price = check_arguments(args)
     repo = push_target(args)
     if repo and args.output is None:
         raise UsageError("--push-to-hub needs --output, the folder whose result file is pushed")
+    output = Path(args.output) if args.output else None
+    if output is None:
+        return _run(args, levels, price, repo, output)
+    with hold(output, "agent", getattr(args, "command_line", None)):
+        return _run(args, levels, price, repo, output)
+
+
+def _run(args: argparse.Namespace, levels: list[str], price: Any, repo: str | None, output: Path | None) -> int:
+    from apibank.report.agentic import summary_table
+    from apibank.hub.agentic import agentic_leaderboard_note
+    from apibank.pipeline.agentic import Interrupted, previous_trajectories, run_agentic
+
     if args.limit is not None:
         print(f"apibank agent: warning: --limit {args.limit} runs a subset of the benchmark: no result file is "
               "written or pushed under the official task ids", file=sys.stderr)
-    output = Path(args.output) if args.output else None
     previous = previous_trajectories(output, args.model, overwrite=args.overwrite) if output is not None else []
     if previous:
         print(f"apibank agent: resuming: {len(previous)} episodes in {output / TRAJECTORIES_FILE} are kept",
@@ -123,17 +133,18 @@ def run(args: argparse.Namespace) -> int:
             progress_bar=lambda total, desc, initial: progress_bar(total, desc, enabled=shown, unit="episode",
                                                                    initial=initial),
         )
-    except Interrupted:
+    except Interrupted as interrupted:
+        happened, status = what_happened(interrupted.cause), exit_status(interrupted.cause)
         if output is None:
-            print("\napibank agent: interrupted; nothing is saved without --output", file=sys.stderr)
-            return 130
+            print(f"\napibank agent: {happened}; nothing is saved without --output", file=sys.stderr)
+            return status
         trajectories = output / TRAJECTORIES_FILE
         saved = saved_lines(trajectories)
         earlier = f", {len(previous)} of them from earlier runs" if previous else ""
-        print(f"\napibank agent: interrupted; {saved} episodes are saved in {trajectories} ({saved - len(previous)} "
+        print(f"\napibank agent: {happened}; {saved} episodes are saved in {trajectories} ({saved - len(previous)} "
               f"by this run{earlier}); only the episodes running are lost. Run the same command again to resume "
               "where it stopped.", file=sys.stderr)
-        return 130
+        return status
     if output is not None:
         note = agentic_leaderboard_note(results, args.dataset_id)
         if note:
@@ -144,6 +155,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"API-Bank agentic: model={results['model']['id']} setting={args.setting} trials={args.trials}")
         print(summary_table(summaries))
+    if output is not None:  # --json: stdout holds the JSON alone
+        print(f"\nwritten to {output}/ (results.json, {TRAJECTORIES_FILE}, report.md, report.html, leaderboard/)",
+              file=sys.stderr if args.json else sys.stdout)
     if repo:
         from apibank.hub.agentic import publish_agentic
 

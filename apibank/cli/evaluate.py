@@ -123,11 +123,11 @@ def default_output(model: str, fmt: str) -> Path:
     return Path("apibank-results") / f"{slug}-{fmt}"
 
 
-def check_arguments(args: argparse.Namespace, fmt: str, output: Path) -> int:
-    """Everything that can be checked before the model loads; returns how many predictions a resume keeps
-    and sets ``args.backend`` (auto resolved), ``args.backend_choice`` and ``args.backend_options``.
+def check_arguments(args: argparse.Namespace, fmt: str, output: Path) -> None:
+    """Everything that can be checked before the output folder is locked and the model loads; sets
+    ``args.backend`` (auto resolved), ``args.backend_choice`` and ``args.backend_options``.
     Raises :class:`UsageError` (one line saying what is wrong and what to do)."""
-    from apibank.cli.checks import check_output, check_resume
+    from apibank.cli.checks import check_output
     from apibank.cli.folders import check_data_dir
     from apibank.generate.backends import BACKEND_REGISTRY
 
@@ -140,19 +140,28 @@ def check_arguments(args: argparse.Namespace, fmt: str, output: Path) -> int:
     args.backend, args.backend_choice, args.backend_options = chosen_backend(args, scripted=scripted)
     check_data_dir(args.data_dir, levels)
     check_output(output)
-    kept = 0 if args.overwrite else check_resume(output, fmt=fmt, model=args.model)
     if not scripted:
         BACKEND_REGISTRY.get(args.backend).check_options(args.model, args.backend_options, fmt=fmt)
-    return kept
 
 
 def run(args: argparse.Namespace) -> int:
-    import sys
+    from apibank.cli.checks import check_resume
+    from apibank.run_folder import hold
 
     fmt = args.fmt or default_format(args.model)
     output = Path(args.output) if args.output else default_output(args.model, fmt)
-    kept = check_arguments(args, fmt, output)
+    check_arguments(args, fmt, output)
     repo = push_target(args)
+    with hold(output, "evaluate", getattr(args, "command_line", None)):
+        kept = 0 if args.overwrite else check_resume(output, fmt=fmt, model=args.model)
+        return _run(args, fmt, output, repo, kept)
+
+
+def _run(args: argparse.Namespace, fmt: str, output: Path, repo: str | None, kept: int) -> int:
+    import sys
+
+    from apibank.generate.interrupts import exit_status, what_happened
+
     if (args.limit is not None or one_kind(args)) and not args.allow_subset:
         asked = f"--limit {args.limit}" if args.limit is not None else "--kinds " + " ".join(args.kinds)
         print(f"apibank evaluate: warning: {asked} scores a subset of the benchmark: its results are "
@@ -168,13 +177,13 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         results = _evaluate(evaluate, args, fmt, output)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interrupt:
         saved = saved_lines(output / "predictions.jsonl")
         earlier = f", {kept} of them from earlier runs" if kept else ""
-        print(f"\napibank evaluate: interrupted; {saved} predictions are saved in {output / 'predictions.jsonl'} "
+        print(f"\napibank evaluate: {what_happened(interrupt)}; {saved} predictions are saved in {output / 'predictions.jsonl'} "
               f"({saved - kept} by this run{earlier}); only the rows being generated are lost. "
               "Run the same command again to resume where it stopped.", file=sys.stderr)
-        return 130
+        return exit_status(interrupt)
     print(json.dumps(results, indent=2, default=str) if args.json else results_table(results))
     said = sys.stderr if args.json else sys.stdout  # --json: stdout holds the JSON alone
     if args.errors:

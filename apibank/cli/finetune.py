@@ -100,9 +100,16 @@ def run(args: argparse.Namespace) -> int:
     levels = check_levels(args)
     check_template(args)
     from apibank.cli.checks import check_output
-    from apibank.train.finetune import Request, finetune, output_state
+    from apibank.run_folder import hold
 
     check_output(Path(args.output))
+    with hold(Path(args.output), "finetune", getattr(args, "command_line", None)):
+        return _finetune(args, levels)
+
+
+def _finetune(args: argparse.Namespace, levels: tuple[int, ...]) -> int:
+    from apibank.train.finetune import Request, finetune, output_state
+
     recipe = Recipe(max_samples=args.max_samples or None, epochs=args.epochs, learning_rate=args.learning_rate,
                     lora=args.lora, lora_rank=args.lora_rank, max_length=args.max_length,
                     batch_size=args.batch_size, gradient_accumulation=args.gradient_accumulation, seed=args.seed)

@@ -75,3 +75,31 @@ def progress_bar(total: int, desc: str, *, enabled: bool, initial: int = 0, unit
 
     return tqdm(total=total, initial=initial, desc=desc, unit=unit, disable=not enabled, file=sys.stderr,
                 dynamic_ncols=True, mininterval=0.5, leave=False)
+
+
+# the switches of the libraries' own progress bars (model loading and saving, downloads, dataset building)
+LIBRARY_PROGRESS_SWITCHES = ("HF_HUB_DISABLE_PROGRESS_BARS", "HF_DATASETS_DISABLE_PROGRESS_BARS")
+
+
+def quiet_library_progress() -> None:
+    """When stderr is not a terminal (a log file, CI), the progress bars of huggingface_hub, transformers and
+    datasets stay off, as ours do: each redraw would be a line of the log. A switch the user set is kept."""
+    import os
+
+    if sys.stderr.isatty():
+        return
+    for switch in LIBRARY_PROGRESS_SWITCHES:
+        os.environ.setdefault(switch, "1")
+    # libraries imported already read their switch at import: tell them directly
+    if "huggingface_hub" in sys.modules and os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1":
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+    if "transformers" in sys.modules and os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1":
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
+    if "datasets" in sys.modules and os.environ["HF_DATASETS_DISABLE_PROGRESS_BARS"] == "1":
+        from datasets.utils import disable_progress_bars as disable_datasets_bars
+
+        disable_datasets_bars()

@@ -34,7 +34,6 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "leaderboard": ("apibank.cli.leaderboard", "ranked tables of runs with intervals, paired tests and published figures"),
 }
 USAGE_ERROR = 2
-INTERRUPTED = 130
 MAX_LINE = 300
 
 
@@ -132,15 +131,22 @@ def _write_details(command: str, text: str, details: Sequence[str]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from apibank.cli.flags import quiet_library_progress
+    from apibank.generate.interrupts import exit_status, sigterm_as_interrupt, what_happened
+    from apibank.run_folder import command_line
+
     args = build_parser().parse_args(argv)
+    args.command_line = command_line(argv)
     command = f"apibank {args.command}"
+    quiet_library_progress()
     try:
-        return int(importlib.import_module(args._module).run(args) or 0)
-    except KeyboardInterrupt:
+        with sigterm_as_interrupt():  # SIGTERM as Ctrl-C: the same work saved, the same message, exit 143
+            return int(importlib.import_module(args._module).run(args) or 0)
+    except KeyboardInterrupt as interrupt:
         if args.debug:
             raise
-        print(f"\n{command}: interrupted", file=sys.stderr)
-        return INTERRUPTED
+        print(f"\n{command}: {what_happened(interrupt)}", file=sys.stderr)
+        return exit_status(interrupt)
     except Exception as error:
         if args.debug:
             for line in getattr(error, "details", ()) or ():

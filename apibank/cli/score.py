@@ -30,7 +30,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from apibank.cli.folders import check_data_dir, check_writable, refuse_replacing
+    from apibank.cli.folders import check_writable
+    from apibank.errors import InputFileError
+    from apibank.run_folder import hold
+
+    predictions = Path(args.predictions)
+    if not predictions.is_file():
+        raise InputFileError(f"{predictions}: no such file; give the predictions.jsonl to score")
+    output = check_writable(args.output if args.output is not None else predictions.parent)
+    with hold(output, "score", getattr(args, "command_line", None)):
+        return _score(args, predictions, output)
+
+
+def _score(args: argparse.Namespace, predictions: Path, output: Path) -> int:
+    from apibank.cli.folders import check_data_dir, refuse_replacing
     from apibank.errors import InputFileError
     from apibank.generate.predictions import read_predictions
     from apibank.hub.leaderboard import leaderboard_note
@@ -38,10 +51,6 @@ def run(args: argparse.Namespace) -> int:
     from apibank.pipeline.results import results_table
     from apibank.pipeline.rows import level_of
 
-    predictions = Path(args.predictions)
-    if not predictions.is_file():
-        raise InputFileError(f"{predictions}: no such file; give the predictions.jsonl to score")
-    output = check_writable(args.output if args.output is not None else predictions.parent)
     refuse_replacing(output, args.overwrite)
     records = read_predictions(predictions)
     try:

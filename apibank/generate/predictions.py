@@ -7,81 +7,56 @@ Each line: ``{"id", "prediction", "prompt", "raw_output", "format", "decoding", 
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any, Iterable
 
-from apibank.errors import InputFileError, OutputError
-from apibank.files import JsonLinesAppender, write_json_lines
+from apibank.errors import OutputError
+from apibank.files import JsonLinesAppender, JsonLinesError, read_json_lines, resume_json_lines, write_json_lines
+
 
 class ResumeMismatch(OutputError, ValueError):
     """Predictions already in the output folder that another run (model, format, decoding) wrote."""
 
 
-class PredictionsFileError(InputFileError):
+class PredictionsFileError(JsonLinesError):
     """A predictions file that cannot be read as one record per row (names the file and the lines)."""
 
 
+DUPLICATE_WAY_OUT = "keep one line per id (delete the later ones)"
+
+
+def _problem(record: dict[str, Any]) -> str | None:
+    if not isinstance(record.get("id"), str):
+        return "no string `id`"
+    if "prediction" not in record:
+        return f"`prediction` of {record['id']!r} is missing; every line needs the generated text as its `prediction`"
+    if not isinstance(record["prediction"], str):
+        return f"`prediction` of {record['id']!r} is not a string"
+    return None
+
+
+_READING: dict[str, Any] = dict(key=lambda record: record["id"], check=_problem, duplicate_way_out=DUPLICATE_WAY_OUT,
+                                error=PredictionsFileError)
+
+
 def read_predictions(path: str | os.PathLike[str], *, allow_torn_tail: bool = False) -> list[dict[str, Any]]:
-    """The records of a predictions file (an absent file has none).
+    """The records of a predictions file (an absent file has none), read by
+    :func:`apibank.files.read_json_lines`.
 
     Every line must be a JSON object with a string ``id`` and a string ``prediction``; ids must be
     unique. Anything else is a :class:`PredictionsFileError` giving the line numbers. A torn last
     line (a write interrupted by a crash) is an error too, unless ``allow_torn_tail`` (resuming a
     run, see :func:`repair`), where it is left out.
     """
-    path = Path(path)
-    if not path.exists():
+    if not Path(path).exists():
         return []
-    try:
-        # utf-8-sig: a byte order mark that an editor put in front of the first line is not part of it
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise PredictionsFileError(f"{path}: not UTF-8 text ({error})") from None
-    records: list[dict[str, Any]] = []
-    first_line: dict[str, int] = {}
-    # "\n" only: str.splitlines() would also cut at U+2028, U+0085 and the like, which JSON strings hold raw
-    lines = text.split("\n")
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except (json.JSONDecodeError, RecursionError):
-            torn = number == len(lines)  # the last line, with no newline after it: its write was cut short
-            if torn and allow_torn_tail:
-                break
-            where = "a torn last line (an interrupted write)" if torn else "not a JSON line"
-            raise PredictionsFileError(f"{path}:{number}: {where}") from None
-        if not isinstance(record, dict):
-            raise PredictionsFileError(f"{path}:{number}: a {type(record).__name__}, not a JSON object")
-        if not isinstance(record.get("id"), str):
-            raise PredictionsFileError(f"{path}:{number}: no string `id`")
-        if "prediction" not in record:
-            raise PredictionsFileError(f"{path}:{number}: `prediction` of {record['id']!r} is missing; every line "
-                                       "needs the generated text as its `prediction`")
-        if not isinstance(record["prediction"], str):
-            raise PredictionsFileError(f"{path}:{number}: `prediction` of {record['id']!r} is not a string")
-        if record["id"] in first_line:
-            raise PredictionsFileError(
-                f"{path}:{number}: duplicate id {record['id']!r} (first at line {first_line[record['id']]})"
-            )
-        first_line[record["id"]] = number
-        records.append(record)
-    return records
+    return read_json_lines(path, allow_torn_tail=allow_torn_tail, **_READING)
 
 
 def repair(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Rewrite ``path`` without a torn last line (a run interrupted mid-write); returns the records kept."""
-    records = read_predictions(path, allow_torn_tail=True)
-    path = Path(path)
-    if path.exists():
-        text = path.read_text(encoding="utf-8")
-        lines = [line for line in text.split("\n") if line.strip()]
-        if len(lines) != len(records) or (text and not text.endswith("\n")):
-            write_predictions(path, records)
-    return records
+    """The records a resumed run keeps, with a torn last line (a run interrupted mid-write) cut off the file."""
+    return resume_json_lines(path, **_READING)
 
 
 def write_predictions(path: str | os.PathLike[str], records: Iterable[dict[str, Any]]) -> None:

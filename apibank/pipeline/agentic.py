@@ -16,7 +16,8 @@ from typing import Any, Callable, ContextManager, Mapping, Sequence
 
 from apibank.errors import OutputError, UsageError
 from apibank.files import (
-    LEADERBOARD_DIR, REPORT_FILE, RESULTS_FILE, TRAJECTORIES_FILE, atomic_write_text, read_trajectories, write_json,
+    LEADERBOARD_DIR, REPORT_FILE, RESULTS_FILE, TRAJECTORIES_FILE, atomic_write_text, episode_key, read_trajectories,
+    write_json,
     write_json_lines,
 )
 from apibank.hub.agentic import write_agentic_leaderboard_files
@@ -28,23 +29,23 @@ ProgressBar = Callable[[int, str, int], ContextManager[Any]]
 
 
 class Interrupted(KeyboardInterrupt):
-    """Ctrl-C while the episodes ran: the trajectories written so far stay in the output folder."""
+    """Ctrl-C (or SIGTERM) while the episodes ran: the trajectories written so far stay in the output folder.
+    ``cause`` is the interrupt itself (:class:`apibank.generate.interrupts.Terminated` for SIGTERM)."""
 
-
-def episode_key(record: Mapping[str, Any]) -> tuple[str, str, int]:
-    """What identifies an episode's run: the episode, the setting and the trial."""
-    return record["episode"], record["setting"], record["trial"]
+    def __init__(self, cause: KeyboardInterrupt) -> None:
+        super().__init__()
+        self.cause = cause
 
 
 def previous_trajectories(output: Path, model: str, *, overwrite: bool) -> list[dict]:
-    """The trajectories a resumed run keeps (none with ``overwrite``)."""
+    """The trajectories a resumed run keeps (none with ``overwrite``); a torn last line (a run killed while
+    writing, or a full disk) is cut off the file, as a resumed ``evaluate`` does with its predictions."""
     trajectories = output / TRAJECTORIES_FILE
     if overwrite or not trajectories.exists():
         return []
-    try:
-        records = read_trajectories(trajectories)
-    except ValueError as error:
-        raise OutputError(f"{error}, or give --overwrite to discard the file") from None
+    records = read_trajectories(trajectories, resume=True,
+                                what_to_do="mend or delete that line to resume with the others, or give --overwrite "
+                                "to discard every episode")
     for record in records:
         if record.get("agent") != model:
             raise OutputError(f"{trajectories} holds trajectories of {record.get('agent')!r}, not {model!r}; "
@@ -134,8 +135,8 @@ def run_agentic(
         if backend_choice:
             model_info["backend_choice"] = backend_choice
         template = driver.backend.template_info() if driver is not None and hasattr(driver.backend, "template_info") else None
-    except KeyboardInterrupt:
-        raise Interrupted from None
+    except KeyboardInterrupt as interrupt:
+        raise Interrupted(interrupt) from None
     finally:
         if driver is not None:
             driver.close()

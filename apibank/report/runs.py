@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from apibank.benchmark import LEVEL_SPECS
-from apibank.files import read_json_lines
+from apibank.files import episode_key, read_json_lines
 from apibank.judge.intervals import dialogue_of
 
 BINARY_METRICS = ("api", "dialogue", "success")
@@ -75,11 +75,108 @@ class Run:
         return {key for key in RECORDED_IF_KNOWN if self.identity()[key] is None}
 
 
-def _read_json_lines(path: Path) -> list[dict[str, Any]]:
+# ------------------------------------------------------------------------ the schema of run files
+# What compare and leaderboard read from a run's files, with the JSON types each field may have. Every field
+# is optional (older runs lack some); one that is present with another type is refused in one line naming the
+# file and the field, before any figure is computed.
+NUMBER = (int, float)
+
+
+@dataclass(frozen=True)
+class Maybe:
+    """``schema``, or null."""
+    schema: Any
+
+
+@dataclass(frozen=True)
+class Each:
+    """An object whose every value follows ``schema`` (levels, protocols, figures)."""
+    schema: Any
+
+
+@dataclass(frozen=True)
+class Items:
+    """A list whose every item follows ``schema``."""
+    schema: Any
+
+
+INTERVAL = Maybe(Items(NUMBER))
+SCORE_BLOCK = Maybe({"correct": Maybe(int), "total": Maybe(int), "count": Maybe(int), "accuracy": Maybe(NUMBER),
+                     "rouge_l": Maybe(NUMBER), "ci95": INTERVAL, "n": Maybe(int), "ci95_reason": Maybe(str)})
+RESULTS_SCHEMA = {
+    "model": Maybe({"id": Maybe(str)}),
+    "dataset": Maybe({"upstream_revision": Maybe(str)}),
+    "protocols": Maybe((dict, list)),
+    "format": Maybe(str),
+    "icl": Maybe(bool),
+    "setting": Maybe(str),
+    "trials": Maybe(int),
+    "limit": Maybe(int),
+    "limits": Maybe(dict),
+    "files": Maybe(Each(str)),
+    "scores": Maybe(Each(Maybe(Each(Maybe({"api": SCORE_BLOCK, "dialogues": SCORE_BLOCK, "response": SCORE_BLOCK}))))),
+    "usage": Maybe({"samples": Maybe(int), "wall_seconds": Maybe(NUMBER), "this_run": Maybe({"samples": Maybe(int)})}),
+}
+# an agentic run's levels (a classic run lists its levels)
+AGENTIC_RESULTS_SCHEMA = {
+    "levels": Maybe(Each({"runs": Maybe(int), "succeeded": Maybe(int), "success_rate": Maybe(NUMBER),
+                          "pass_k": Maybe(NUMBER), "response_rouge_l": Maybe(NUMBER), "ci95": Maybe(Each(INTERVAL)),
+                          "ci95_reason": Maybe(str)})),
+}
+DETAIL_SCHEMA = {"id": str, "protocol": str, "level": (int, str), "kind": str, "verdict": Maybe((bool, int)),
+                 "score": Maybe(NUMBER), "category": Maybe(str), "name": Maybe(str), "seconds": Maybe(NUMBER)}
+TRAJECTORY_SCHEMA = {"episode": str, "level": str, "setting": Maybe(str), "trial": int,
+                     "verdict": {"success": Maybe(bool), "rouge_l": Maybe(NUMBER), "state_ok": Maybe(bool),
+                                 "information_ok": Maybe(bool), "missing": Maybe(Items(dict)),
+                                 "state_diff": Maybe(dict)},
+                     "stopped": Maybe(str), "seconds": Maybe(NUMBER)}
+_KINDS = {str: "a string", int: "an integer", float: "a number", bool: "true or false", dict: "an object",
+          list: "a list", type(None): "null"}
+
+
+def _kind(value: Any) -> str:
+    return _KINDS.get(type(value), type(value).__name__)
+
+
+def schema_problem(value: Any, schema: Any, where: str = "") -> str | None:
+    """What in ``value`` does not follow ``schema`` (the field, its type and the type expected), None if all does."""
+    field_name = f"`{where}`" if where else "the content"
+    if isinstance(schema, Maybe):
+        return None if value is None else schema_problem(value, schema.schema, where)
+    if isinstance(schema, dict):
+        if not isinstance(value, dict):
+            return f"{field_name} is {_kind(value)}, expected an object"
+        for key, inner in schema.items():
+            if key in value:
+                problem = schema_problem(value[key], inner, f"{where}.{key}" if where else key)
+                if problem:
+                    return problem
+        return None
+    if isinstance(schema, (Each, Items)):
+        container = dict if isinstance(schema, Each) else list
+        if not isinstance(value, container):
+            return f"{field_name} is {_kind(value)}, expected {_KINDS[container]}"
+        pairs = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, item in pairs:
+            inner_where = f"{where}.{key}" if isinstance(value, dict) else f"{where}[{key}]"
+            problem = schema_problem(item, schema.schema, inner_where)
+            if problem:
+                return problem
+        return None
+    kinds = schema if isinstance(schema, tuple) else (schema,)
+    # JSON true is not a number
+    if isinstance(value, kinds) and (bool in kinds or not isinstance(value, bool)):
+        return None
+    names = ["a number" if kind in NUMBER and int in kinds and float in kinds else _KINDS.get(kind, kind.__name__)
+             for kind in kinds]
+    return f"{field_name} is {_kind(value)}, expected {' or '.join(dict.fromkeys(names))}"
+
+
+def _read_json_lines(path: Path, schema: dict[str, Any], **reading: Any) -> list[dict[str, Any]]:
     try:
-        return read_json_lines(path)
+        return read_json_lines(path, check=lambda record: schema_problem(record, schema), **reading)
     except ValueError as error:
-        raise NotARun(str(error)) from None
+        raise NotARun(f"{error}; give a run folder as apibank evaluate, score or agent wrote it") from None
 
 
 def load_run(path: str | Path) -> Run:
@@ -91,16 +188,25 @@ def load_run(path: str | Path) -> Run:
         results = json.loads((path / "results.json").read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise NotARun(f"{path}: no results.json; give a folder written by apibank evaluate, score or agent") from None
+    except UnicodeDecodeError as error:
+        raise NotARun(f"{path}/results.json: not UTF-8 text (byte offset {error.start}); give a run folder as "
+                      "apibank evaluate, score or agent wrote it") from None
     except ValueError as error:
         raise NotARun(f"{path}/results.json: not JSON ({error})") from None
     if not isinstance(results, dict):
         raise NotARun(f"{path}/results.json: not a JSON object")
+    agentic = not (path / "details.jsonl").is_file() and (path / "trajectories.jsonl").is_file()
+    problem = schema_problem(results, RESULTS_SCHEMA) or (schema_problem(results, AGENTIC_RESULTS_SCHEMA) if agentic
+                                                          else None)
+    if problem:
+        raise NotARun(f"{path}/results.json: {problem}; give a run folder as apibank evaluate, score or agent wrote it")
     if (path / "details.jsonl").is_file():
         run = Run(path, "classic", results)
-        _classic_samples(run, _read_json_lines(path / "details.jsonl"))
+        _classic_samples(run, _read_json_lines(path / "details.jsonl", DETAIL_SCHEMA))
     elif (path / "trajectories.jsonl").is_file():
         run = Run(path, "agentic", results)
-        _agentic_samples(run, _read_json_lines(path / "trajectories.jsonl"))
+        _agentic_samples(run, _read_json_lines(path / "trajectories.jsonl", TRAJECTORY_SCHEMA,
+                                               key=episode_key, duplicate_way_out="keep one line per episode and trial"))
     else:
         raise NotARun(f"{path}: neither details.jsonl (apibank evaluate/score) nor trajectories.jsonl "
                       "(apibank agent); the run did not finish")
@@ -148,7 +254,7 @@ def _agentic_samples(run: Run, records: list[Mapping[str, Any]]) -> None:
     levels = set(run.results.get("levels") or {})
     trials = run.results.get("trials") or 1
     setting = str(run.results.get("setting"))
-    for record in records:  # a resumed run may hold a sample twice: the last line wins
+    for record in records:
         try:
             level, episode, trial, verdict = record["level"], record["episode"], record["trial"], record["verdict"]
         except KeyError as error:

@@ -32,11 +32,12 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from apibank.errors import UserError
+from apibank.files import FINETUNE_FILE
 
 # The training-row format each fine-tuning format reads, and the test format it is judged in.
 ROW_FORMAT = {"chat": "chat", "paper": "prompt-completion"}
 EVALUATION_FORMAT = {"chat": "tools", "paper": "paper"}
-MANIFEST = "finetune.json"
+MANIFEST = FINETUNE_FILE
 CHECKPOINTS = "checkpoints"
 MIN_SAMPLES = 4
 # Full fine-tuning (every weight) on a GPU that holds this many bytes per parameter: weights,
@@ -89,8 +90,10 @@ def read_manifest(output: Path) -> dict[str, Any] | None:
 
 def output_state(request: Request) -> str:
     """"new", "resume" or "complete"; raises :class:`FinetuneError` when the folder holds something else."""
+    from apibank.run_folder import own_file
+
     output = Path(request.output)
-    if not output.exists() or not any(output.iterdir()):
+    if not output.exists() or not any(not own_file(path) for path in output.iterdir()):
         return "new"
     manifest = read_manifest(output)
     if manifest is None:
@@ -101,6 +104,18 @@ def output_state(request: Request) -> str:
         raise FinetuneError(f"--output {output}: the folder holds another fine-tuning run (different {differing}); "
                             "give a new folder, or repeat that run's command to resume it")
     return "complete" if manifest.get("status") == "complete" else "resume"
+
+
+def usual_permissions(output: Path) -> None:
+    """The model's files readable as any other output: transformers writes ``model.safetensors`` through a
+    private temporary file (mode 0600), which would keep it from the user's group, a server or a container
+    user; the files get the mode a new file gets under the user's umask."""
+    from apibank.files import new_file_mode
+
+    mode = new_file_mode()
+    for path in output.iterdir():
+        if path.is_file() and path.stat().st_mode & 0o777 == 0o600:
+            path.chmod(mode)
 
 
 def write_manifest(output: Path, request: Request, **extra: Any) -> None:
@@ -288,6 +303,7 @@ def finetune(request: Request, log=print) -> dict[str, Any]:
         trained = trained.merge_and_unload()
     trained.save_pretrained(output)
     tokenizer.save_pretrained(output)
+    usual_permissions(output)
     summary = {"status": "complete", "lora": lora, "samples": len(rows.rows), "available": rows.available,
                "too_long": rows.too_long, "conversion": rows.conversion, "steps": result.global_step,
                "train_loss": round(float(result.training_loss), 4), "seconds": round(time.monotonic() - started, 1),

@@ -225,3 +225,24 @@ def test_no_system_exit_in_library_code():
     raising = [str(path.relative_to(REPO)) for path in (REPO / "apibank").rglob("*.py")
                if "SystemExit" in path.read_text("utf-8")]
     assert raising == []
+
+
+def test_the_libraries_progress_bars_stay_out_of_a_log(tmp_path, data_dir):
+    """stderr to a file, as under CI or nohup: no bar of ours, and none of transformers (loading and saving
+    weights), huggingface_hub or datasets either."""
+    import subprocess
+    import sys
+
+    from apibank.pipeline import load_rows
+    from support.paths import REPO
+    from support.tiny import build_tiny_model
+
+    rows = load_rows(None, data_dir, limit=1)
+    model = build_tiny_model(tmp_path / "model", [row["instruction"] + row["expected_output"] for row in rows])
+    env = {key: value for key, value in os.environ.items() if not key.endswith("_DISABLE_PROGRESS_BARS")}
+    done = subprocess.run([sys.executable, "-m", "apibank.cli.main", "evaluate", "--model", str(model), "--levels",
+                           "3", "--limit", "1", "--allow-subset", "--data-dir", str(data_dir), "--max-new-tokens", "4",
+                           "--output", str(tmp_path / "out"), "--json"], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "it/s]" not in done.stderr and "Loading weights" not in done.stderr, done.stderr[-2000:]

@@ -39,3 +39,18 @@ def test_an_inner_hold_leaves_the_decision_to_the_outer_one():
         assert outer.pending  # the inner block ended without raising; the outer one decides
         with pytest.raises(KeyboardInterrupt):
             outer.raise_if_pending()
+
+
+def test_sigterm_is_held_like_ctrl_c_and_raised_as_terminated():
+    from apibank.generate.interrupts import Terminated, exit_status, sigterm_as_interrupt
+
+    with sigterm_as_interrupt():
+        with pytest.raises(Terminated) as raised:
+            with HeldInterrupt() as held:
+                signal.raise_signal(signal.SIGTERM)
+                assert held.pending  # noted, the line still written whole
+        assert exit_status(raised.value) == 143 and isinstance(raised.value, KeyboardInterrupt)
+        with pytest.raises(Terminated):  # outside a hold it raises at once
+            signal.raise_signal(signal.SIGTERM)
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    assert exit_status(KeyboardInterrupt()) == 130

@@ -75,6 +75,12 @@ def test_finetuned_folder_is_judged_by_evaluate(tiny_model, data_dir, tmp_path, 
     assert (output / "config.json").is_file() and (output / "tokenizer_config.json").is_file()
     assert not (output / CHECKPOINTS).exists()
     assert not list(output.glob("adapter_*"))  # merged into the base
+    from apibank.files import new_file_mode
+
+    # transformers writes model.safetensors 0600; the model is readable like any other file the user writes
+    assert {path.name: oct(path.stat().st_mode & 0o777) for path in output.iterdir() if path.is_file()
+            and not path.name.startswith(".")} == {path.name: oct(new_file_mode()) for path in output.iterdir()
+                                                   if path.is_file() and not path.name.startswith(".")}
     manifest = json.loads((output / MANIFEST).read_text())
     assert manifest["status"] == "complete" and manifest["levels"] == [3]
     assert manifest["peak_rss_mib"] > 0 and manifest["seconds"] > 0
