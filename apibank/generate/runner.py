@@ -20,6 +20,7 @@ from apibank.generate.conversation import Conversation, build_conversation
 from apibank.generate.interrupts import HeldInterrupt
 from apibank.generate.predictions import PredictionWriter, check_resumable, repair
 from apibank.generate.stops import answer_text, renders_plain_text, stops_for
+from apibank.generate.toolcalls import answer_of
 from apibank.notation import call_text
 
 
@@ -74,7 +75,7 @@ def finish(conversation: Conversation, completion: Completion, settings: Decodin
     if conversation.format == "tools" and completion.tool_calls:
         name, arguments = completion.tool_calls[0]
         return call_text(name, arguments), {"name": name, "arguments": arguments}
-    return answer_text(completion.text, settings.stop), None
+    return answer_text(answer_of(completion.text, completion.raw), settings.stop), None
 
 
 def usage_of(completion: Completion, seconds_share: float) -> dict[str, Any]:
