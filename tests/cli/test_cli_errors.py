@@ -62,6 +62,8 @@ MISTAKES = {
                     r"--base-url http://127.0.0.1:9/v1: no server answers"),
     "no base url": (["--model", "m", "--backend", "openai"], r"--backend openai needs --base-url"),
     "bad timeout": (["--model", "oracle", "--request-timeout", "0"], r"--request-timeout 0.0: give a positive"),
+    "unknown tool parser": (["--model", "oracle", "--tool-parser", "hermez"],
+                            r"--tool-parser hermez: no such tool parser; did you mean 'hermes'\?"),
     "zero limit": (["--model", "oracle", "--limit", "0"], r"--limit 0: must be at least 1"),
     "zero threads": (["--model", "oracle", "--threads", "0"], r"--threads 0: must be at least 1"),
     "threads to a server": (["--model", "m", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1",

@@ -32,7 +32,7 @@ import json
 import re
 from typing import Any, Iterable, Iterator, Mapping
 
-from apibank.notation import MAX_CALL_CHARS, ParseError, keyword_arguments, python_expression, string_end
+from apibank.notation import MAX_CALL_CHARS, ParseError, keyword_arguments, literal, python_expression, string_end
 
 ToolCall = tuple[str, dict[str, Any]]
 
@@ -304,3 +304,15 @@ def whole_answer_calls(text: str, tool_names: Iterable[str] | None = None) -> li
     known = frozenset(tool_names or ())
     calls = python_calls_in(text) if known else []
     return calls if calls and all(name in known for name, _ in calls) else []
+
+
+def decode_literal(text: str) -> Any:
+    """A JSON value, else a Python literal (the notation's rule: strings, numbers, booleans, None, lists,
+    dicts; never evaluated); None for anything else, too large or too deep."""
+    value = decode_json(text)
+    if value is not None or len(text) > MAX_CALL_CHARS or too_deep(text):
+        return value
+    try:
+        return literal(python_expression(text))
+    except ParseError:
+        return None
