@@ -135,8 +135,10 @@ class ModelDriver:
 
     def _step(self, completion: Completion, ids: CallIds, share: float) -> Step:
         usage = usage_of(completion, share)
-        if self.native and completion.tool_calls:
-            step = Step(calls=[ToolCall(ids.next(), name, arguments) for name, arguments in completion.tool_calls],
+        if self.native:  # the backend read the family's calls; the rest is the answer, never JSON guessed at
+            step = Step(text="" if completion.tool_calls else answer_of(cut_at_stop(completion.text, self.settings.stop),
+                                                                        completion.raw).strip(),
+                        calls=[ToolCall(ids.next(), name, arguments) for name, arguments in completion.tool_calls or []],
                         raw=completion.raw)
         else:
             step = step_from_text(cut_at_stop(completion.text, self.settings.stop), ids)
