@@ -193,3 +193,11 @@ def test_a_predictions_line_without_prediction_says_it_is_missing(tmp_path, caps
     predictions.write_text(predictions.read_text().splitlines()[1] + "\n")
     assert main(["score", str(predictions), "--data-dir", str(data_dir), "--quiet"]) == 2
     assert "`prediction` of 'level-1/ToolSearcher-level-1-1#1' is not a string" in capsys.readouterr().err
+
+
+def test_agent_refuses_an_unknown_tool_parser_before_loading(tmp_path, capsys, data_dir, no_model_load):
+    status = main(["agent", "--model", "oracle", "--tool-parser", "mistrall", "--data-dir", str(data_dir),
+                   "--output", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert status == 2 and len(err.strip().splitlines()) == 1, err
+    assert "--tool-parser mistrall: no such tool parser; did you mean 'mistral'?" in err

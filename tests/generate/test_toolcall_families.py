@@ -15,7 +15,7 @@ import apibank
 from apibank.generate.toolcalls import READERS, answer_of, get_reader, read_calls, read_tool_calls, reader_for_template
 from apibank.generate.toolcalls.gemma4 import QUOTE
 from apibank.notation import call_text, parse_request
-from support.paths import REAL_TEMPLATES_DIR
+from support.paths import REAL_TEMPLATES_DIR, REPO
 
 Call = tuple[str, dict[str, Any]]
 
@@ -291,3 +291,5 @@ def test_unknown_parser_names_the_close_ones():
 def test_public_read_calls_is_lazy_and_documented():
     assert apibank.read_calls is read_calls
     assert "read_calls" in apibank.__all__
+    table = (REPO / "docs" / "backends.md").read_text(encoding="utf-8")
+    assert all(f"`{name}`" in table for name in READERS.names())
