@@ -293,3 +293,22 @@ def test_public_read_calls_is_lazy_and_documented():
     assert "read_calls" in apibank.__all__
     table = (REPO / "docs" / "backends.md").read_text(encoding="utf-8")
     assert all(f"`{name}`" in table for name in READERS.names())
+
+
+# ------------------------------------------------------------------------------------ hostile
+HOSTILE = ["[", "{", '"', "\\", '{"name": ', "<tool_call>", "<tool_call>X\n<arg_key>k</arg_key><arg_value>",
+           "<function=X><parameter=k>", "<|tool_call>call:X{", "{a:", '<|"|>', "to=functions.X<|message|>",
+           "<｜tool▁call▁begin｜>X<｜tool▁sep｜>{", "<|tool_call_begin|>functions.X:0<|tool_call_argument_begin|>{",
+           ">>>X\n{", "functools[", "[TOOL_CALLS]X[ARGS]{", "<|action_start|><|plugin|>{", "<|tool_call|>[", "[X(",
+           "<think>", "</think>", "<|channel|>analysis<|message|>"]
+
+
+@pytest.mark.parametrize("family", [*READERS.names(), None])
+def test_hostile_text_is_bounded(family):
+    """Every family's openers repeated past the bounds (unclosed, or nested 2,000 deep): no exception, no call
+    invented; a real call after a run of unclosed openers is still read."""
+    for unit in HOSTILE:
+        assert read_tool_calls(unit * 2000, parser=family) == [], unit
+    if family not in UNMARKED:
+        real = ("GetToday", {"day": "Monday"})
+        assert read_tool_calls("] } ) " * 500 + WRITERS[family or "hermes"]([real]), parser=family) == [real]

@@ -6,26 +6,29 @@ from __future__ import annotations
 
 import re
 
-from apibank.generate.toolcalls.generic import NAME, ToolCall, matches
+from apibank.generate.toolcalls.generic import NAME, ToolCall, delimited
 from apibank.generate.toolcalls.registry import Reader, Schemas
 from apibank.generate.toolcalls.values import typed_value
 
-_FUNCTION = re.compile(rf"<function=\s*({NAME})\s*>(.*?)(?:</function>|$)", re.DOTALL)
-_PARAMETER = re.compile(r"<parameter=\s*([^>\n]+?)\s*>\n?(.*?)\n?</parameter>", re.DOTALL)
+_FUNCTION = re.compile(rf"<function=\s*({NAME})\s*>")
+_PARAMETER = re.compile(r"<parameter=\s*([^>\n]+?)\s*>")
 
 
 def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
     calls: list[ToolCall] = []
-    for function in matches(_FUNCTION, text):
+    for function, body in delimited(text, _FUNCTION, "</function>", last_unclosed=True):
         name = function.group(1)
         parameters = (schemas or {}).get(name)
         arguments = {}
-        for parameter in matches(_PARAMETER, function.group(2)):
-            if parameter.group(1) in arguments:
+        for parameter, value in delimited(body, _PARAMETER, "</parameter>"):
+            key = parameter.group(1)
+            if key in arguments:
                 break
-            arguments[parameter.group(1)] = typed_value(parameter.group(2), parameters, parameter.group(1))
+            value = value[1:] if value.startswith("\n") else value
+            arguments[key] = typed_value(value[:-1] if value.endswith("\n") else value, parameters, key)
         else:
-            calls.append((name, arguments))
+            if body.count("<parameter=") == len(arguments):  # none left unclosed
+                calls.append((name, arguments))
     return calls
 
 

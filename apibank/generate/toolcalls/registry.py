@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from apibank.generate.backends.registry import Registry, UnknownName
@@ -35,8 +35,7 @@ class Reader:
     read: Callable[[str, "Schemas | None"], list[ToolCall]]
     template_markers: tuple[tuple[str, ...], ...]
     text_markers: tuple[re.Pattern[str], ...] = ()
-    summary: str = ""
-    example: str = field(default="", compare=False)
+    summary: str = ""  # the call syntax, in one line
 
     def recognises(self, text: str) -> bool:
         return any(marker.search(text) for marker in self.text_markers)
