@@ -195,16 +195,23 @@ def test_parallel_calls_rendered_by_the_real_template(family, templates, gold):
     assert read_tool_calls(text, chat_template=template) == (calls[:1] if family == "gpt-oss" else calls), text
 
 
+# The family each collected template selects (the unshipped ones checked where the collection is at hand).
+SELECTS = {
+    "deepseek-r1-distill": "deepseek_v3", "deepseek-v3": "deepseek_v3", "deepseek-v3.1": "deepseek_v31",
+    "functionary-v3.2": "functionary_v32", "gemma-4": "gemma4", "glm-4.6": "glm45", "gpt-oss": "openai",
+    "granite-3.3": "granite", "granite-4.0": "hermes", "hermes-2-pro": "hermes", "hermes-3": "hermes",
+    "internlm2": "internlm", "kimi-k2": "kimi_k2", "llama-3.1": "llama3_json", "llama-3.2": "llama3_json",
+    "llama-4": "llama4_pythonic", "mistral-nemo": "mistral", "mistral-small-3.2": "mistral",
+    "phi-4-mini": "phi4_mini_json", "phi-4-mini-vllm": "phi4_mini_json", "qwen2.5": "hermes", "qwen3": "hermes",
+    "qwen3-8b": "hermes", "qwq": "hermes", "qwen3-coder": "qwen3_coder", "smollm3": None, "toolace": "pythonic",
+    "xlam": "xlam", "xlam-llama": "xlam",
+}
+
+
 def test_each_template_selects_its_family(templates):
+    assert {entry["family"] for entry in MANIFEST} == set(SELECTS)
     chosen = {family: getattr(reader_for_template(text), "name", None) for family, text in templates.items()}
-    assert chosen == {
-        "deepseek-r1-distill": "deepseek_v3", "deepseek-v3": "deepseek_v3", "deepseek-v3.1": "deepseek_v31",
-        "functionary-v3.2": "functionary_v32", "gemma-4": "gemma4", "glm-4.6": "glm45", "gpt-oss": "openai",
-        "granite-3.3": "granite", "granite-4.0": "hermes", "internlm2": "internlm", "kimi-k2": "kimi_k2",
-        "mistral-nemo": "mistral", "mistral-small-3.2": "mistral", "phi-4-mini": "phi4_mini_json",
-        "phi-4-mini-vllm": "phi4_mini_json", "qwen2.5": "hermes", "qwen3": "hermes", "qwq": "hermes",
-        "qwen3-coder": "qwen3_coder", "smollm3": None, "toolace": "pythonic",
-    }
+    assert chosen == {family: SELECTS[family] for family in templates}
 
 
 # ------------------------------------------------------------------------------------ scoring

@@ -179,3 +179,17 @@ def test_text_parsers_behind_the_backend_keep_raw_outputs(api_rows):
     assert by_raw[outputs[1]]["prediction"] == call_text(names[1], {"token": "abc"})
     if len(outputs) > 2:
         assert by_raw[outputs[2]]["prediction"] == "I do not know." and "tool_call" not in by_raw[outputs[2]]
+
+
+def test_thinking_stays_in_the_raw_output_and_out_of_the_prediction(api_rows):
+    name = api_rows[0]["tools"][0]["name"]
+    thought = '<think>Maybe <tool_call>{"name": "%s", "arguments": {"token": "abc"}}</tool_call>?</think>\n' % name
+    for fmt in ("tools", "chat"):
+        backend = _Scripted(train_tokenizer(["some text"], 280), [thought + "No call is needed."])
+        (record,) = generate_predictions(api_rows[:1], backend, fmt=fmt, progress=False)
+        assert record["prediction"] == "No call is needed." and "tool_call" not in record
+        assert record["raw_output"] == thought + "No call is needed."
+    unfinished = thought.replace("</think>", "")  # cut off while thinking: no call, no answer
+    backend = _Scripted(train_tokenizer(["some text"], 280), [unfinished])
+    (record,) = generate_predictions(api_rows[:1], backend, fmt="tools", progress=False)
+    assert record["prediction"] == "" and "tool_call" not in record
