@@ -26,14 +26,7 @@ import html
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from apibank.generate.toolcalls.generic import (
-    ESCAPED,
-    MAX_TEXT_CHARS,
-    ToolCall,
-    calls_from_message,
-    calls_in_text,
-    whole_answer_calls,
-)
+from apibank.generate.toolcalls.generic import ESCAPED, MAX_TEXT_CHARS, ToolCall, calls_from_message, whole_answer_calls
 from apibank.generate.toolcalls.reasoning import answer_of, split_reasoning
 from apibank.generate.toolcalls.registry import (
     READERS,
@@ -44,6 +37,7 @@ from apibank.generate.toolcalls.registry import (
     reader_for_text,
     reader_names,
 )
+from apibank.generate.toolcalls.json_anywhere import calls_in_text  # after the registry: it loads the readers
 
 
 @dataclass(frozen=True)

@@ -1,32 +1,19 @@
-"""Native tool calls -> the benchmark's call text ``API-Request: [Name(key='value', ...)]``.
-
-A model prompted with ``tools=`` answers with a structured call: an OpenAI ``tool_calls`` entry from
-a server, a message parsed by the tokenizer's response template, or text in its template's own
-syntax. :func:`calls_in_text` reads the text syntaxes real models emit:
-
-* Hermes / Qwen: ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``;
-* Llama 3: a bare ``{"name": ..., "parameters": {...}}`` (``<|python_tag|>`` allowed before it), also
-  when the object is left unclosed after complete arguments (the model wrote on until its token limit);
-* Mistral: ``[TOOL_CALLS] [{"name": ..., "arguments": {...}}]`` and ``[TOOL_CALLS]Name[ARGS]{...}``;
-* ``functions.Name:`` followed by the arguments as JSON (llama-cpp-python's function-calling format);
-* Python-style calls: ``Name(key='v')``, ``[Name(key='v'), ...]`` or a fenced ``python`` block
-  (Llama 3.2 "pythonic"), read with :mod:`ast` into literals only, never evaluated;
-* any of the above HTML-escaped (``{&#34;name&#34;: ...}``, ``&quot;``).
+"""Bounded reading of untrusted model text, shared by every family's reader: JSON values, call
+objects of every shape, Python-style calls and literals, delimited regions, and an answer that is
+nothing but a call (:func:`whole_answer_calls`).
 
 The model's text is untrusted: parsing never evaluates anything, looks at the first
 :data:`MAX_TEXT_CHARS` characters only, reads one call to :data:`apibank.notation.MAX_CALL_CHARS`
 (the judge's bound), and skips JSON nested deeper than :data:`MAX_DEPTH` before the decoder sees it
 (Python's ``json`` recurses once per level, so ``'[' * 5000`` would otherwise raise RecursionError).
 Python-style values are read by the notation's literal rule (:func:`apibank.notation.literal`), the
-one the judge applies. The first call becomes the prediction through
-:func:`apibank.notation.call_text`, so that the benchmark's call extraction reads back the same
-names and values.
+one the judge applies. A call becomes the prediction through :func:`apibank.notation.call_text`, so
+that the benchmark's call extraction reads back the same names and values.
 """
 
 from __future__ import annotations
 
 import ast
-import html
 import itertools
 import json
 import re
@@ -43,13 +30,7 @@ MAX_PASSES = 16  # rescans after an opener that never closes (each pass is linea
 MAX_CALLS = 64  # named call prefixes examined per text
 
 NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*"  # a tool name as the call syntaxes write it
-_NAME = NAME
-_FUNCTIONS_PREFIX = re.compile(rf"(?:^|[\s>])functions\.({_NAME})\s*:?\s*(?=[{{(])")
-_MISTRAL_ARGS = re.compile(rf"\[TOOL_CALLS\]\s*({_NAME})\s*\[ARGS\]\s*(?=\{{)")
-# A call object whose arguments are complete although the object itself is not (the model went on
-# writing, e.g. an invented "output" key, until it ran out of tokens).
-_CALL_HEAD = re.compile(rf'\{{\s*"name"\s*:\s*"({_NAME})"\s*,\s*"(?:arguments|parameters)"\s*:\s*(?=\{{)')
-_PY_CALL = re.compile(rf"\b({_NAME})\s*\(")
+_PY_CALL = re.compile(rf"\b({NAME})\s*\(")
 _FENCE = re.compile(r"```(?:python|py|tool_code|json)?\s*\n(.*?)```", re.DOTALL)
 ESCAPED = re.compile(r"&(?:#\d{1,6}|#x[0-9a-fA-F]{1,6}|quot|apos|amp|lt|gt);")
 _BRACKETS_AND_QUOTE = frozenset('[]{}()"')
@@ -260,28 +241,6 @@ def python_style_calls(text: str, known: frozenset[str] | None) -> list[ToolCall
             found = [call for call in found if call[0] in known]
         calls.extend(found)
     return calls
-
-
-# ----------------------------------------------------------------------------------- entry
-def calls_in_text(text: str, tool_names: Iterable[str] | None = None) -> list[ToolCall]:
-    """Tool calls a model wrote as text, in the first syntax that yields any (see the module docstring).
-
-    ``tool_names``, when given, restricts Python-style calls to those names (a sentence such as
-    "print(x)" is no call); JSON calls are taken whatever their name, as the judge decides.
-    """
-    text = (text or "")[:MAX_TEXT_CHARS]
-    known = frozenset(tool_names) if tool_names is not None else None
-    for candidate in (text, html.unescape(text)) if ESCAPED.search(text) else (text,):
-        calls = prefixed_calls(candidate, _MISTRAL_ARGS) or prefixed_calls(candidate, _FUNCTIONS_PREFIX)
-        if not calls:
-            calls = calls_in_values(json_values(candidate))
-        if not calls:
-            calls = prefixed_calls(candidate, _CALL_HEAD)
-        if not calls:
-            calls = python_style_calls(candidate, known)
-        if calls:
-            return calls
-    return []
 
 
 def whole_answer_calls(text: str, tool_names: Iterable[str] | None = None) -> list[ToolCall]:

@@ -15,12 +15,12 @@ from apibank.generate.toolcalls.generic import NAME, ToolCall, calls_in_values, 
 from apibank.generate.toolcalls.registry import Reader, Schemas
 
 # A call object whose arguments are complete although the object itself is not.
-_CALL_HEAD = re.compile(rf'\{{\s*"name"\s*:\s*"({NAME})"\s*,\s*"(?:arguments|parameters)"\s*:\s*(?=\{{)')
+CALL_HEAD = re.compile(rf'\{{\s*"name"\s*:\s*"({NAME})"\s*,\s*"(?:arguments|parameters)"\s*:\s*(?=\{{)')
 
 
 def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
     text = text.replace("<|python_tag|>", "")
-    return calls_in_values(json_values(text)) or prefixed_calls(text, _CALL_HEAD)
+    return calls_in_values(json_values(text)) or prefixed_calls(text, CALL_HEAD)
 
 
 READERS = (

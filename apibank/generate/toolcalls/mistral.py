@@ -13,7 +13,7 @@ _MARKER = "[TOOL_CALLS]"
 _NAMED = re.compile(rf"\s*({NAME})\s*(?:\[CALL_ID\]\s*\w*\s*)?\[ARGS\]\s*(?=\{{)")
 
 
-def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
+def read(text: str, schemas: Schemas | None = None, *, named_only: bool = False) -> list[ToolCall]:
     calls: list[ToolCall] = []
     for segment in text.split(_MARKER)[1:65]:
         named = _NAMED.match(segment)
@@ -22,10 +22,15 @@ def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
             if isinstance(arguments, dict):
                 calls.append((named.group(1), arguments))
             continue
-        first = next(json_values(segment), None)
+        first = None if named_only else next(json_values(segment), None)
         if first is not None:
             calls += calls_in_values([first])
     return calls
+
+
+def read_named(text: str) -> list[ToolCall]:
+    """The v11 form only (``[TOOL_CALLS]Name[ARGS]{...}``), for the generic reader, which reads JSON lists itself."""
+    return read(text, named_only=True)
 
 
 READERS = (Reader("mistral", read, template_markers=((_MARKER,),), text_markers=(re.compile(re.escape(_MARKER)),),
