@@ -5,7 +5,9 @@ The public API is small and stable across internal moves:
 * ``iter_rows`` -- the evaluation and training rows of a config (``level-1``, ``level-2``,
   ``level-3``, ``training``), generated from the raw upstream dialogues;
 * ``score`` -- API-call accuracy by executing predicted calls against the tool environment
-  (``apibank_tools``), under the paper and the corrected protocol, plus ROUGE-L for responses.
+  (``apibank_tools``), under the paper and the corrected protocol, plus ROUGE-L for responses;
+* ``read_calls`` -- the tool calls in one raw model output, read in the model family's native syntax
+  (chosen from its chat template or the text's own markers), reasoning removed.
 
 Subpackages: ``data`` (upstream files and rows), ``judge`` (parsing, judging, scoring, ROUGE-L,
 replay), ``generate`` (prompt formats, backends, predictions), ``report`` (score tables, Markdown
@@ -22,10 +24,11 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from apibank.data.rows import iter_rows
+    from apibank.generate.toolcalls import read_calls
     from apibank.judge.scoring import score
 
 # Imported on first use so that ``import apibank`` stays cheap (no numpy, no tokenizers).
-_LAZY = {"iter_rows": "apibank.data.rows", "score": "apibank.judge.scoring"}
+_LAZY = {"iter_rows": "apibank.data.rows", "score": "apibank.judge.scoring", "read_calls": "apibank.generate.toolcalls"}
 
 
 def __getattr__(name: str) -> Any:
@@ -38,4 +41,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'apibank' has no attribute {name!r}")
 
 
-__all__ = ["iter_rows", "score", "__version__"]
+__all__ = ["iter_rows", "read_calls", "score", "__version__"]

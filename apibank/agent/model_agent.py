@@ -30,7 +30,7 @@ from apibank.generate.conversation import Conversation, call_with_object_argumen
 from apibank.generate.runner import usage_of
 from apibank.generate.stops import TRANSCRIPT_STOPS, cut_at_stop, tools_probe, turn_end_markers
 from apibank.generate.templates import TemplateRefusal
-from apibank.generate.toolcalls import calls_in_text
+from apibank.generate.toolcalls import answer_of, read_tool_calls
 
 # ------------------------------------------------------------------------------ the text template
 TEXT_TOOLS_HEADER = (
@@ -80,9 +80,10 @@ class CallIds:
 
 
 def step_from_text(text: str, ids: CallIds) -> Step:
-    """Calls written in text (JSON objects naming a tool); otherwise the text is the answer."""
-    calls = [ToolCall(ids.next(), name, arguments) for name, arguments in calls_in_text(text)]
-    return Step(text="" if calls else text.strip(), calls=calls, raw=text)
+    """Calls written in text (JSON objects naming a tool, as the text format's prompt asks: the generic
+    ``json`` reader); otherwise the text, reasoning removed, is the answer."""
+    calls = [ToolCall(ids.next(), name, arguments) for name, arguments in read_tool_calls(text, parser="json")]
+    return Step(text="" if calls else answer_of(text).strip(), calls=calls, raw=text)
 
 
 # ------------------------------------------------------------------------------ the driver
@@ -134,8 +135,10 @@ class ModelDriver:
 
     def _step(self, completion: Completion, ids: CallIds, share: float) -> Step:
         usage = usage_of(completion, share)
-        if self.native and completion.tool_calls:
-            step = Step(calls=[ToolCall(ids.next(), name, arguments) for name, arguments in completion.tool_calls],
+        if self.native:  # the backend read the family's calls; the rest is the answer, never JSON guessed at
+            step = Step(text="" if completion.tool_calls else answer_of(cut_at_stop(completion.text, self.settings.stop),
+                                                                        completion.raw).strip(),
+                        calls=[ToolCall(ids.next(), name, arguments) for name, arguments in completion.tool_calls or []],
                         raw=completion.raw)
         else:
             step = step_from_text(cut_at_stop(completion.text, self.settings.stop), ids)

@@ -20,7 +20,7 @@ from apibank.generate.conversation import Conversation, build_conversation
 from apibank.generate.interrupts import HeldInterrupt
 from apibank.generate.predictions import PredictionWriter, check_resumable, repair
 from apibank.generate.stops import answer_text, renders_plain_text, stops_for
-from apibank.generate.toolcalls import MAX_TEXT_CHARS
+from apibank.generate.toolcalls import MAX_TEXT_CHARS, answer_of
 from apibank.notation import UnreadableArguments, call_text, unreadable_call_text
 
 # The most characters of a prediction or raw output a record keeps (a server may send megabytes). Cut
@@ -83,7 +83,7 @@ def finish(conversation: Conversation, completion: Completion, settings: Decodin
             return unreadable_call_text(name, arguments), {"name": name, "arguments_text": str(arguments),
                                                            "error": arguments.error}
         return call_text(name, arguments), {"name": name, "arguments": arguments}
-    return answer_text(completion.text, settings.stop), None
+    return answer_text(answer_of(completion.text, completion.raw), settings.stop), None
 
 
 def stored(record: dict[str, Any]) -> dict[str, Any]:

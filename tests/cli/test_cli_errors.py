@@ -62,6 +62,8 @@ MISTAKES = {
                     r"--base-url http://127.0.0.1:9/v1: no server answers"),
     "no base url": (["--model", "m", "--backend", "openai"], r"--backend openai needs --base-url"),
     "bad timeout": (["--model", "oracle", "--request-timeout", "0"], r"--request-timeout 0.0: give a positive"),
+    "unknown tool parser": (["--model", "oracle", "--tool-parser", "hermez"],
+                            r"--tool-parser hermez: no such tool parser; did you mean 'hermes'\?"),
     "zero limit": (["--model", "oracle", "--limit", "0"], r"--limit 0: must be at least 1"),
     "zero threads": (["--model", "oracle", "--threads", "0"], r"--threads 0: must be at least 1"),
     "threads to a server": (["--model", "m", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1",
@@ -191,3 +193,11 @@ def test_a_predictions_line_without_prediction_says_it_is_missing(tmp_path, caps
     predictions.write_text(predictions.read_text().splitlines()[1] + "\n")
     assert main(["score", str(predictions), "--data-dir", str(data_dir), "--quiet"]) == 2
     assert "`prediction` of 'level-1/ToolSearcher-level-1-1#1' is not a string" in capsys.readouterr().err
+
+
+def test_agent_refuses_an_unknown_tool_parser_before_loading(tmp_path, capsys, data_dir, no_model_load):
+    status = main(["agent", "--model", "oracle", "--tool-parser", "mistrall", "--data-dir", str(data_dir),
+                   "--output", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert status == 2 and len(err.strip().splitlines()) == 1, err
+    assert "--tool-parser mistrall: no such tool parser; did you mean 'mistral'?" in err

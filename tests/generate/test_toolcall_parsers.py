@@ -164,6 +164,7 @@ def test_response_template_is_used_where_the_tokenizer_has_one(api_rows):
     assert record["prediction"] == call_text(name, {"token": "abc"})
     assert record["tool_call"] == {"name": name, "arguments": {"token": "abc"}}
     assert record["raw_output"] == raw  # the raw output is kept as generated
+    assert backend.template_info()["tool_parser"] == {"name": "hermes", "chosen_by": "template"}
     plain = _Scripted(train_tokenizer(["some text"], 280), [raw])  # no response template: no call found
     assert plain._parse_tool_calls(raw, "", build_conversation(api_rows[0], "tools")) == []
 
@@ -174,9 +175,25 @@ def test_text_parsers_behind_the_backend_keep_raw_outputs(api_rows):
                f'```python\n{names[1]}(token="abc")\n```', "I do not know."][: len(api_rows)]
     backend = _Scripted(train_tokenizer(["some text"], 280), outputs)
     records = generate_predictions(api_rows, backend, fmt="tools", batch_size=1, progress=False)
+    # the tiny template writes Hermes' <tool_call>; each text's own markers are read where Hermes finds none
+    assert backend.template_info()["tool_parser"] == {"name": "hermes", "chosen_by": "template"}
     by_raw = {r["raw_output"]: r for r in records}
     assert set(by_raw) == set(outputs)
     assert by_raw[outputs[0]]["prediction"] == call_text(names[0], {"token": "abc"})
     assert by_raw[outputs[1]]["prediction"] == call_text(names[1], {"token": "abc"})
     if len(outputs) > 2:
         assert by_raw[outputs[2]]["prediction"] == "I do not know." and "tool_call" not in by_raw[outputs[2]]
+
+
+def test_thinking_stays_in_the_raw_output_and_out_of_the_prediction(api_rows):
+    name = api_rows[0]["tools"][0]["name"]
+    thought = '<think>Maybe <tool_call>{"name": "%s", "arguments": {"token": "abc"}}</tool_call>?</think>\n' % name
+    for fmt in ("tools", "chat"):
+        backend = _Scripted(train_tokenizer(["some text"], 280), [thought + "No call is needed."])
+        (record,) = generate_predictions(api_rows[:1], backend, fmt=fmt, progress=False)
+        assert record["prediction"] == "No call is needed." and "tool_call" not in record
+        assert record["raw_output"] == thought + "No call is needed."
+    unfinished = thought.replace("</think>", "")  # cut off while thinking: no call, no answer
+    backend = _Scripted(train_tokenizer(["some text"], 280), [unfinished])
+    (record,) = generate_predictions(api_rows[:1], backend, fmt="tools", progress=False)
+    assert record["prediction"] == "" and "tool_call" not in record

@@ -8,11 +8,11 @@ from apibank.benchmark import TEMPLATE_MODES
 from apibank.errors import require_extra
 from apibank.generate.backends.base import Backend, Completion, tokenizer_token_counts
 from apibank.generate.backends.model_checks import check_hf_model, read_chat_template
-from apibank.generate.backends.options import CHAT_TEMPLATE, DTYPE, REVISION, TRUST_REMOTE_CODE, Option
+from apibank.generate.backends.options import CHAT_TEMPLATE, DTYPE, REVISION, TOOL_PARSER, TRUST_REMOTE_CODE, Option
 from apibank.generate.conversation import Conversation
 from apibank.generate.stops import StopWatch
 from apibank.generate.templates import TemplateAdapter, TemplateRefusal
-from apibank.generate.toolcalls import ToolCall, calls_from_message, calls_in_text
+from apibank.generate.toolcalls import ParserChoice, ToolCall, calls_from_message
 
 
 # ------------------------------------------------------------------------------ HF tokenizer use
@@ -29,6 +29,17 @@ class _HFRendering:
 
     tokenizer: Any
     chat_template: str  # "auto", "on", "off" or a template file
+    tool_parser: str | None = None  # a reader's name (--tool-parser); None: chosen from the template
+
+    def parser_choice(self) -> ParserChoice:
+        """The call reader: named, else the one the chat template's markers select, else per output."""
+        choice = getattr(self, "_parser_choice", None)
+        if choice is None:
+            self._adapter()  # installs a --chat-template file first
+            template = getattr(self.tokenizer, "chat_template", None)
+            choice = ParserChoice.make(self.tool_parser, template if isinstance(template, str) else None)
+            self._parser_choice = choice
+        return choice
 
     def _template_file(self) -> str | None:
         mode = getattr(self, "chat_template", "auto") or "auto"
@@ -83,6 +94,7 @@ class _HFRendering:
             "chat_template_file": self._template_file(),
             "chat_template_sha256": adapter.template_sha256 if adapter else None,
             "template_adaptations": adapter.adaptations if adapter else [],
+            "tool_parser": self.parser_choice().as_dict(),
         }
 
     def _add_special_tokens(self, conversation: Conversation) -> bool:
@@ -101,8 +113,7 @@ class _HFRendering:
                 calls = calls_from_message(message.get("tool_calls"))
                 if calls:
                     return calls
-        names = [tool["function"]["name"] for tool in conversation.tools or []]
-        return calls_in_text(raw, names)
+        return self.parser_choice().read(raw, conversation.tools)
 
 
 def _torch_dtype(dtype: str):
@@ -156,7 +167,7 @@ class TransformersBackend(_HFRendering, Backend):
         REVISION, DTYPE,
         Option("device", "device, e.g. cpu, cuda:1 (default: cuda if available)"),
         Option("device_map", "e.g. 'auto' to spread a model over GPUs"),
-        TRUST_REMOTE_CODE, CHAT_TEMPLATE,
+        TRUST_REMOTE_CODE, CHAT_TEMPLATE, TOOL_PARSER,
         Option("compile", "on a CUDA GPU: static KV cache and CUDA graphs (torch.compile), greedy only; "
                "compile time is reported apart in usage", kind="switch", default=False),
         Option("threads", "on a CPU: a fixed torch thread count (default: set before each batch to the cores "
@@ -184,6 +195,7 @@ class TransformersBackend(_HFRendering, Backend):
         device_map: str | dict | None = None,
         trust_remote_code: bool = False,
         chat_template: str = "auto",
+        tool_parser: str | None = None,
         model_kwargs: dict[str, Any] | None = None,
         threads: int | None = None,
         reuse_prefix: bool = True,
@@ -203,6 +215,7 @@ class TransformersBackend(_HFRendering, Backend):
         self.model_id = model
         self.revision = revision
         self.chat_template = chat_template
+        self.tool_parser = tool_parser
         kwargs = dict(model_kwargs or {})
         kwargs["dtype"] = _torch_dtype(dtype)
         if device_map is not None:

@@ -13,11 +13,11 @@ from typing import Any, Callable, Sequence
 from apibank.errors import UsageError
 from apibank.generate.backends.base import Backend, Completion, DecodingSettings
 from apibank.generate.backends.http import EndpointError, HttpClient
-from apibank.generate.backends.options import Option, positive_seconds
+from apibank.generate.backends.options import TOOL_PARSER, Option, positive_seconds
 from apibank.generate.conversation import Conversation
 from apibank.generate.interrupts import HeldInterrupt
 from apibank.generate.templates import ESCALATION, ORDER, Adaptation, adapt, tool_result_text
-from apibank.generate.toolcalls import calls_from_message, calls_in_text
+from apibank.generate.toolcalls import ParserChoice, calls_from_message
 
 
 def _usage(reply: dict[str, Any]) -> dict[str, int] | None:
@@ -57,6 +57,7 @@ class OpenAIBackend(Backend):
                default=120.0, flag="--request-timeout", metavar="SECONDS", check=positive_seconds),
         Option("tool_results_as_user", "chat format: send API results as user turns (the hosted OpenAI API "
                "rejects tool messages that answer no tool call)", kind="switch", default=False),
+        TOOL_PARSER,
     )
 
     @classmethod
@@ -81,12 +82,16 @@ class OpenAIBackend(Backend):
         seed: int | None = 0,
         extra_body: dict[str, Any] | None = None,
         tool_results_as_user: bool = False,
+        tool_parser: str | None = None,
         log: Callable[[str], None] | None = None,
     ) -> None:
         self.model_id = model
         # The chat format's results are ``tool`` messages that answer no structured call; vLLM,
         # TGI and llama-cpp-python accept them, the hosted OpenAI API does not: send them as user turns.
         self.tool_results_as_user = tool_results_as_user
+        # Calls the server did not parse into tool_calls, read from the text: the server's template is
+        # unknown here, so the family comes from --tool-parser or each text's own markers.
+        self.parser_choice = ParserChoice.make(tool_parser, None)
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key if api_key is not None else os.environ.get(api_key_env)
         self._stop = threading.Event()
@@ -105,7 +110,8 @@ class OpenAIBackend(Backend):
 
     def template_info(self) -> dict[str, Any]:
         adaptations = [self._adaptations[name].as_dict() for name in ORDER if name in self._adaptations]
-        return {"chat_template_file": None, "chat_template_sha256": None, "template_adaptations": adaptations}
+        return {"chat_template_file": None, "chat_template_sha256": None, "template_adaptations": adaptations,
+                "tool_parser": self.parser_choice.as_dict()}
 
     # -- the request
     def wire_messages(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -211,8 +217,8 @@ class OpenAIBackend(Backend):
         text = message.get("content") if isinstance(message.get("content"), str) else ""
         calls = None
         if conversation.format == "tools":
-            names = [tool["function"]["name"] for tool in conversation.tools or []]
-            calls = calls_from_message(message.get("tool_calls")) or calls_in_text(text, names) or None
+            calls = calls_from_message(message.get("tool_calls")) or self.parser_choice.read(
+                text, conversation.tools) or None
         extra: dict[str, Any] = {"seconds": round(time.perf_counter() - started, 6),
                                  "prompt": self.sent_prompt(conversation, adaptations)}
         if adaptations:

@@ -97,6 +97,26 @@ CHAT_TEMPLATE = Option(
 )
 
 
+
+def _tool_parser_problem(name: str) -> str | None:
+    from apibank.generate.toolcalls import UnknownName, get_reader
+
+    try:
+        get_reader(name)
+    except UnknownName as error:
+        return str(error).replace("unknown tool parser " + repr(name), "no such tool parser", 1)
+    return None
+
+
+TOOL_PARSER = Option(
+    "tool_parser",
+    "the reader of the model's native tool calls, by family (names as vLLM's --tool-call-parser: hermes, "
+    "llama3_json, mistral, openai, deepseek_v31, gemma4, ...); default: chosen from the chat template's "
+    "markers, else from each output's own",
+    check=_tool_parser_problem, metavar="NAME",
+)
+
+
 def declared_options(backend_classes: Iterable[tuple[str, type]]) -> dict[str, tuple[Option, list[str]]]:
     """``{flag: (option, [backend names])}`` over the given backends, one entry per flag. Two backends
     that declare the same flag must declare the same option (share the declaration above)."""

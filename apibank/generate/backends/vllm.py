@@ -20,7 +20,8 @@ from apibank.errors import UsageError, require_extra
 from apibank.generate.backends.base import Backend, Completion, DecodingSettings, tokenizer_token_counts
 from apibank.generate.backends.hf import _HFRendering, template_sha256
 from apibank.generate.backends.loading import available_memory
-from apibank.generate.backends.options import CHAT_TEMPLATE, DTYPE, REVISION, TRUST_REMOTE_CODE, Option, parse_pair
+from apibank.generate.backends.options import (CHAT_TEMPLATE, DTYPE, REVISION, TOOL_PARSER, TRUST_REMOTE_CODE, Option,
+                                                parse_pair)
 from apibank.generate.stops import StopWatch
 
 # Engine arguments that the backend sets from its own options: given as --engine-arg they would
@@ -112,7 +113,7 @@ class VLLMBackend(_HFRendering, Backend):
 
     name = "vllm"
     options = (
-        REVISION, DTYPE, TRUST_REMOTE_CODE, CHAT_TEMPLATE,
+        REVISION, DTYPE, TRUST_REMOTE_CODE, CHAT_TEMPLATE, TOOL_PARSER,
         Option("engine_args", "any engine argument of vLLM, e.g. --engine-arg tensor_parallel_size=2 "
                "--engine-arg max_model_len=4096 (repeat the flag; values read as JSON where they parse)",
                type=parse_pair, kind="pairs", flag="--engine-arg", metavar="KEY=VALUE"),
@@ -134,6 +135,7 @@ class VLLMBackend(_HFRendering, Backend):
         dtype: str = "auto",
         trust_remote_code: bool = False,
         chat_template: str = "auto",
+        tool_parser: str | None = None,
         engine_args: dict[str, Any] | None = None,
     ) -> None:
         require_extra("vllm", ("vllm",), "the vllm backend")
@@ -149,6 +151,7 @@ class VLLMBackend(_HFRendering, Backend):
         self.revision = revision
         self.dtype = dtype
         self.chat_template = chat_template
+        self.tool_parser = tool_parser
         engine_args = dict(engine_args or {})
         check_engine_args(engine_args, engine_argument_names())
         self.engine_env: dict[str, str] = {}

@@ -1,38 +1,26 @@
-"""Native tool calls -> the benchmark's call text ``API-Request: [Name(key='value', ...)]``.
-
-A model prompted with ``tools=`` answers with a structured call: an OpenAI ``tool_calls`` entry from
-a server, a message parsed by the tokenizer's response template, or text in its template's own
-syntax. :func:`calls_in_text` reads the text syntaxes real models emit:
-
-* Hermes / Qwen: ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``;
-* Llama 3: a bare ``{"name": ..., "parameters": {...}}`` (``<|python_tag|>`` allowed before it), also
-  when the object is left unclosed after complete arguments (the model wrote on until its token limit);
-* Mistral: ``[TOOL_CALLS] [{"name": ..., "arguments": {...}}]`` and ``[TOOL_CALLS]Name[ARGS]{...}``;
-* ``functions.Name:`` followed by the arguments as JSON (llama-cpp-python's function-calling format);
-* Python-style calls: ``Name(key='v')``, ``[Name(key='v'), ...]`` or a fenced ``python`` block
-  (Llama 3.2 "pythonic"), read with :mod:`ast` into literals only, never evaluated;
-* any of the above HTML-escaped (``{&#34;name&#34;: ...}``, ``&quot;``).
+"""Bounded reading of untrusted model text, shared by every family's reader: JSON values, call
+objects of every shape, Python-style calls and literals, delimited regions, and an answer that is
+nothing but a call (:func:`whole_answer_calls`).
 
 The model's text is untrusted: parsing never evaluates anything, looks at the first
 :data:`MAX_TEXT_CHARS` characters only, reads one call to :data:`apibank.notation.MAX_CALL_CHARS`
 (the judge's bound), and skips JSON nested deeper than :data:`MAX_DEPTH` before the decoder sees it
 (Python's ``json`` recurses once per level, so ``'[' * 5000`` would otherwise raise RecursionError).
 Python-style values are read by the notation's literal rule (:func:`apibank.notation.literal`), the
-one the judge applies. The first call becomes the prediction through
-:func:`apibank.notation.call_text`, so that the benchmark's call extraction reads back the same
-names and values.
+one the judge applies. A call becomes the prediction through :func:`apibank.notation.call_text`, so
+that the benchmark's call extraction reads back the same names and values.
 """
 
 from __future__ import annotations
 
 import ast
-import html
+import itertools
 import json
 import re
 from typing import Any, Iterable, Iterator, Mapping
 
 from apibank.notation import (
-    MAX_CALL_CHARS, ParseError, UnreadableArguments, keyword_arguments, python_expression, string_end,
+    MAX_CALL_CHARS, ParseError, UnreadableArguments, keyword_arguments, literal, python_expression, string_end,
 )
 
 ToolCall = tuple[str, dict[str, Any] | UnreadableArguments]
@@ -43,32 +31,27 @@ MAX_SPANS = 256  # bracketed spans examined per text
 MAX_PASSES = 16  # rescans after an opener that never closes (each pass is linear)
 MAX_CALLS = 64  # named call prefixes examined per text
 
-_NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*"
-_FUNCTIONS_PREFIX = re.compile(rf"(?:^|[\s>])functions\.({_NAME})\s*:?\s*(?=[{{(])")
-_MISTRAL_ARGS = re.compile(rf"\[TOOL_CALLS\]\s*({_NAME})\s*\[ARGS\]\s*(?=\{{)")
-# A call object whose arguments are complete although the object itself is not (the model went on
-# writing, e.g. an invented "output" key, until it ran out of tokens).
-_CALL_HEAD = re.compile(rf'\{{\s*"name"\s*:\s*"({_NAME})"\s*,\s*"(?:arguments|parameters)"\s*:\s*(?=\{{)')
-_PY_CALL = re.compile(rf"\b({_NAME})\s*\(")
+NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*"  # a tool name as the call syntaxes write it
+_PY_CALL = re.compile(rf"\b({NAME})\s*\(")
 _FENCE = re.compile(r"```(?:python|py|tool_code|json)?\s*\n(.*?)```", re.DOTALL)
-_ESCAPED = re.compile(r"&(?:#\d{1,6}|#x[0-9a-fA-F]{1,6}|quot|apos|amp|lt|gt);")
+ESCAPED = re.compile(r"&(?:#\d{1,6}|#x[0-9a-fA-F]{1,6}|quot|apos|amp|lt|gt);")
 _BRACKETS_AND_QUOTE = frozenset('[]{}()"')
 _CLOSERS = {"[": "]", "{": "}", "(": ")"}
 
 
 # ------------------------------------------------------------------------------------ shapes
-def _as_call(obj: Any) -> ToolCall | None:
+def as_call(obj: Any) -> ToolCall | None:
     if not isinstance(obj, Mapping):
         return None
     if isinstance(obj.get("function"), Mapping):  # OpenAI shape {"type": "function", "function": {...}}
-        return _as_call(obj["function"])
+        return as_call(obj["function"])
     name = obj.get("name")
     if not isinstance(name, str) or not name:
         return None
     arguments = obj.get("arguments", obj.get("parameters"))
     if isinstance(arguments, str):  # the OpenAI wire form: JSON text, which must decode to an object
         text = arguments
-        arguments = _decode_json(text) if text.strip() else {}
+        arguments = decode_json(text) if text.strip() else {}
         if arguments is None and text.strip() != "null":
             return name.removeprefix("functions."), UnreadableArguments(
                 text[:MAX_TEXT_CHARS],
@@ -87,11 +70,11 @@ def calls_from_message(tool_calls: Any) -> list[ToolCall]:
     """Tool calls of a parsed/served assistant message (OpenAI shape); malformed entries are skipped."""
     if not isinstance(tool_calls, list):
         return []
-    return [call for call in (_as_call(entry) for entry in tool_calls[:MAX_SPANS]) if call is not None]
+    return [call for call in (as_call(entry) for entry in tool_calls[:MAX_SPANS]) if call is not None]
 
 
 # ------------------------------------------------------------------------------ bounded JSON
-def _too_deep(text: str, limit: int = MAX_DEPTH) -> bool:
+def too_deep(text: str, limit: int = MAX_DEPTH) -> bool:
     """Whether brackets nest deeper than ``limit`` (outside JSON strings), in one linear pass."""
     depth = 0
     inside_until = -1  # the last character of the string being passed over
@@ -112,9 +95,9 @@ def _too_deep(text: str, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
-def _decode_json(text: str) -> Any:
+def decode_json(text: str) -> Any:
     """``json.loads`` for untrusted text: None for anything invalid, too large or too deep."""
-    if len(text) > MAX_TEXT_CHARS or _too_deep(text):
+    if len(text) > MAX_TEXT_CHARS or too_deep(text):
         return None
     try:
         return json.loads(text)
@@ -122,7 +105,7 @@ def _decode_json(text: str) -> Any:
         return None
 
 
-def _balanced_spans(text: str, openers: str = "[{", max_passes: int = MAX_PASSES) -> Iterator[tuple[int, int]]:
+def balanced_spans(text: str, openers: str = "[{", max_passes: int = MAX_PASSES) -> Iterator[tuple[int, int]]:
     """``(start, end)`` of bracketed regions, outermost first, in one pass per unclosed opener.
 
     Strings are tracked only inside a region, so prose quotes do not matter; an opener that never
@@ -165,44 +148,50 @@ def _balanced_spans(text: str, openers: str = "[{", max_passes: int = MAX_PASSES
         start_at = region_start + 1
 
 
-def _json_values(text: str) -> Iterator[Any]:
+def json_values(text: str) -> Iterator[Any]:
     """Every JSON object or array in ``text`` (outermost, leftmost first), each at most MAX_DEPTH deep."""
-    for start, end in _balanced_spans(text):
-        value = _decode_json(text[start:end])
+    for start, end in balanced_spans(text):
+        value = decode_json(text[start:end])
         if value is not None:
             yield value
 
 
-def _calls_in_values(values: Iterable[Any]) -> list[ToolCall]:
+def calls_in_values(values: Iterable[Any]) -> list[ToolCall]:
     calls: list[ToolCall] = []
     for value in values:
         items = value if isinstance(value, list) else [value]
         for item in items:
-            call = _as_call(item)
+            call = as_call(item)
             if call is not None:
                 calls.append(call)
     return calls
 
 
 # ---------------------------------------------------------------------------- named prefixes
-def _span_at(text: str, start: int, limit: int = MAX_CALL_CHARS) -> int | None:
+def span_at(text: str, start: int, limit: int = MAX_CALL_CHARS) -> int | None:
     """The end of the bracketed region opening at ``text[start]``, looked for within ``limit`` characters."""
     window = text[start : start + limit]
-    for span_start, span_end in _balanced_spans(window, openers=window[:1], max_passes=1):
+    for span_start, span_end in balanced_spans(window, openers=window[:1], max_passes=1):
         return start + span_end if span_start == 0 else None
     return None
 
 
-def _object_after(text: str, position: int) -> Any:
+def object_after(text: str, position: int) -> Any:
     """The JSON object starting at ``position`` (None if there is none)."""
-    end = _span_at(text, position)
-    return _decode_json(text[position:end]) if end is not None else None
+    end = span_at(text, position)
+    return decode_json(text[position:end]) if end is not None else None
 
 
-def _prefixed_calls(text: str, pattern: re.Pattern[str]) -> list[ToolCall]:
+def matches(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+    """The first :data:`MAX_CALLS` matches of ``pattern`` in ``text``."""
+    return itertools.islice(pattern.finditer(text), MAX_CALLS)
+
+
+def prefixed_calls(text: str, pattern: re.Pattern[str]) -> list[ToolCall]:
+    """A call per match of ``pattern`` (its group 1 the name) that a JSON object of arguments follows."""
     calls = []
-    for match in list(pattern.finditer(text))[:MAX_CALLS]:
-        arguments = _object_after(text, match.end())
+    for match in matches(pattern, text):
+        arguments = object_after(text, match.end())
         if isinstance(arguments, Mapping):
             calls.append((match.group(1), dict(arguments)))
     return calls
@@ -225,9 +214,9 @@ def _python_call(node: ast.AST) -> ToolCall | None:
         return None
 
 
-def _python_calls_in(source: str) -> list[ToolCall]:
+def python_calls_in(source: str) -> list[ToolCall]:
     source = source.strip()
-    if not source or len(source) > MAX_CALL_CHARS or _too_deep(source):
+    if not source or len(source) > MAX_CALL_CHARS or too_deep(source):
         return []
     try:
         tree = python_expression(source)
@@ -240,7 +229,7 @@ def _python_calls_in(source: str) -> list[ToolCall]:
     return [call for call in calls if call is not None]
 
 
-def _python_style_calls(text: str, known: frozenset[str] | None) -> list[ToolCall]:
+def python_style_calls(text: str, known: frozenset[str] | None) -> list[ToolCall]:
     """Calls written as Python: in a fenced block, else as bare ``Name(...)`` (alone or in a list)."""
     fenced = [match.group(1) for match in _FENCE.finditer(text)]
     candidates = fenced
@@ -249,35 +238,67 @@ def _python_style_calls(text: str, known: frozenset[str] | None) -> list[ToolCal
             name = match.group(1)
             if known is not None and name.removesuffix(".call") not in known:
                 continue
-            end = _span_at(text, match.end() - 1)
+            end = span_at(text, match.end() - 1)
             if end is not None:
                 candidates.append(text[match.start() : end])
     calls: list[ToolCall] = []
     for candidate in candidates:
-        found = _python_calls_in(candidate)
+        found = python_calls_in(candidate)
         if known is not None:
             found = [call for call in found if call[0] in known]
         calls.extend(found)
     return calls
 
 
-# ----------------------------------------------------------------------------------- entry
-def calls_in_text(text: str, tool_names: Iterable[str] | None = None) -> list[ToolCall]:
-    """Tool calls a model wrote as text, in the first syntax that yields any (see the module docstring).
+def whole_answer_calls(text: str, tool_names: Iterable[str] | None = None) -> list[ToolCall]:
+    """Calls of an answer that is nothing but calls, in no family's markers: a JSON call object or list of
+    them (after ``<|python_tag|>`` or in a fenced block), or Python-style calls of offered tools. Each
+    object must name the tool *and* give its arguments: prose, or a JSON answer such as
+    ``{"name": "John", "age": 3}``, is no call."""
+    text = (text or "")[:MAX_TEXT_CHARS].strip().removeprefix("<|python_tag|>").strip()
+    fenced = _FENCE.fullmatch(text)
+    if fenced is not None:
+        text = fenced.group(1).strip()
+    value = decode_json(text) if text[:1] in "[{" else None
+    if value is not None:
+        items = value if isinstance(value, list) else [value]
+        if items and all(isinstance(item, Mapping) and ("arguments" in item or "parameters" in item
+                                                        or isinstance(item.get("function"), Mapping)) for item in items):
+            calls = calls_in_values([value])
+            return calls if len(calls) == len(items) else []
+        return []
+    known = frozenset(tool_names or ())
+    calls = python_calls_in(text) if known else []
+    return calls if calls and all(name in known for name, _ in calls) else []
 
-    ``tool_names``, when given, restricts Python-style calls to those names (a sentence such as
-    "print(x)" is no call); JSON calls are taken whatever their name, as the judge decides.
-    """
-    text = (text or "")[:MAX_TEXT_CHARS]
-    known = frozenset(tool_names) if tool_names is not None else None
-    for candidate in (text, html.unescape(text)) if _ESCAPED.search(text) else (text,):
-        calls = _prefixed_calls(candidate, _MISTRAL_ARGS) or _prefixed_calls(candidate, _FUNCTIONS_PREFIX)
-        if not calls:
-            calls = _calls_in_values(_json_values(candidate))
-        if not calls:
-            calls = _prefixed_calls(candidate, _CALL_HEAD)
-        if not calls:
-            calls = _python_style_calls(candidate, known)
-        if calls:
-            return calls
-    return []
+
+def decode_literal(text: str) -> Any:
+    """A JSON value, else a Python literal (the notation's rule: strings, numbers, booleans, None, lists,
+    dicts; never evaluated); None for anything else, too large or too deep."""
+    value = decode_json(text)
+    if value is not None or len(text) > MAX_CALL_CHARS or too_deep(text):
+        return value
+    try:
+        return literal(python_expression(text))
+    except ParseError:
+        return None
+
+
+def delimited(text: str, opener: re.Pattern[str], closer: str, *, last_unclosed: bool = False
+              ) -> Iterator[tuple[re.Match[str], str]]:
+    """Each match of ``opener`` with the text up to the next ``closer``, left to right, in linear time (a
+    regex's lazy ``(.*?)closer`` rescans the rest of the text from every opener that never closes). An
+    opener with no closer after it ends the scan; ``last_unclosed``: it still yields the rest of the text
+    (a model cut off by its token limit)."""
+    position = 0
+    for _ in range(MAX_CALLS):
+        match = opener.search(text, position)
+        if match is None:
+            return
+        end = text.find(closer, match.end())
+        if end < 0:
+            if last_unclosed:
+                yield match, text[match.end():]
+            return
+        yield match, text[match.end():end]
+        position = end + len(closer)

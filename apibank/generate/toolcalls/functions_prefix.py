@@ -1,0 +1,19 @@
+"""``functions.NAME:`` followed by the arguments as JSON (llama-cpp-python's functionary and chatml
+function-calling formats)."""
+
+from __future__ import annotations
+
+import re
+
+from apibank.generate.toolcalls.generic import NAME, ToolCall, prefixed_calls
+from apibank.generate.toolcalls.registry import Reader, Schemas
+
+_CALL = re.compile(rf"(?:^|[\s>])functions\.({NAME})\s*:?\s*(?=[{{(])")
+
+
+def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
+    return prefixed_calls(text, _CALL)
+
+
+READERS = (Reader("functions_prefix", read, template_markers=(), text_markers=(_CALL,),
+                  summary="functions.NAME:\\n{JSON}"),)

@@ -1,0 +1,26 @@
+"""Kimi-K2: ``<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{...}<|tool_call_end|>`` inside
+``<|tool_calls_section_begin|>`` ... ``<|tool_calls_section_end|>``."""
+
+from __future__ import annotations
+
+import re
+
+from apibank.generate.toolcalls.generic import NAME, ToolCall, matches, object_after
+from apibank.generate.toolcalls.registry import Reader, Schemas
+
+_CALL = re.compile(rf"<\|tool_call_begin\|>\s*(?:functions\.)?({NAME})(?::\d+)?\s*<\|tool_call_argument_begin\|>\s*"
+                   r"(?=\{)")
+
+
+def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
+    calls: list[ToolCall] = []
+    for match in matches(_CALL, text):
+        arguments = object_after(text, match.end())
+        if isinstance(arguments, dict):
+            calls.append((match.group(1), arguments))
+    return calls
+
+
+READERS = (Reader("kimi_k2", read, template_markers=(("<|tool_calls_section_begin|>",),),
+                  text_markers=(re.compile(r"<\|tool_call_begin\|>"),),
+                  summary="<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{JSON}<|tool_call_end|>"),)

@@ -1,0 +1,18 @@
+"""xLAM-2 and other JSON-list models: ``[{"name": ..., "arguments": {...}}, ...]``, bare or in a fenced
+``json`` block."""
+
+from __future__ import annotations
+
+import re
+
+from apibank.generate.toolcalls.generic import ToolCall, calls_in_values, json_values
+from apibank.generate.toolcalls.registry import Reader, Schemas
+
+
+def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
+    return calls_in_values(json_values(text))
+
+
+READERS = (Reader("xlam", read, template_markers=(('"name": "tool_call_name"',),),
+                  text_markers=(re.compile(r'\A\s*(?:```(?:json)?\s*)?\[\s*\{\s*"name"\s*:'),),
+                  summary='[{"name": ..., "arguments": {...}}]'),)

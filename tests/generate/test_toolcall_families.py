@@ -1,0 +1,321 @@
+"""Every family's native calls read back: the gold call of all 779 API rows written in each family's own
+format (through its real chat template where that template renders assistant calls, else as the
+family documents it), read back to exactly the gold name and arguments, and scored to the gold text's
+own figures; parallel calls, hard values, thinking text and plain answers holding JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Callable
+
+import pytest
+
+import apibank
+from apibank.generate.toolcalls import READERS, answer_of, get_reader, read_calls, read_tool_calls, reader_for_template
+from apibank.generate.toolcalls.gemma4 import QUOTE
+from apibank.notation import call_text, parse_request
+from support.paths import REAL_TEMPLATES_DIR, REPO
+
+Call = tuple[str, dict[str, Any]]
+
+MANIFEST = json.loads((REAL_TEMPLATES_DIR / "manifest.json").read_text(encoding="utf-8"))["templates"]
+SHIPPED = {entry["family"]: entry for entry in MANIFEST if entry["shipped"]}
+USER = {"role": "user", "content": "Hi"}
+PROBE_TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather.", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string", "description": "City."}}}}}]
+
+
+# ----------------------------------------------------------------- each family's documented format
+def _gemma(value: Any) -> str:
+    if isinstance(value, str):
+        return QUOTE + value + QUOTE
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{key}:{_gemma(item)}" for key, item in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_gemma(item) for item in value) + "]"
+    return json.dumps(value)
+
+
+def _bare(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _object(name: str, arguments: dict, key: str = "arguments") -> str:
+    return json.dumps({"name": name, key: arguments}, ensure_ascii=False)
+
+
+def _python(name: str, arguments: dict) -> str:
+    return f"{name}({', '.join(f'{key}={value!r}' for key, value in arguments.items())})"
+
+
+WRITERS: dict[str, Callable[[list[Call]], str]] = {
+    "hermes": lambda calls: "\n".join(f"<tool_call>\n{_object(n, a)}\n</tool_call>" for n, a in calls),
+    "llama3_json": lambda calls: "; ".join(_object(n, a, "parameters") for n, a in calls),
+    "llama4_json": lambda calls: "; ".join(_object(n, a, "parameters") for n, a in calls),
+    "pythonic": lambda calls: "[" + ", ".join(_python(n, a) for n, a in calls) + "]",
+    "llama4_pythonic": lambda calls: "<|python_start|>[" + ", ".join(_python(n, a) for n, a in calls) + "]<|python_end|>",
+    "mistral": lambda calls: "[TOOL_CALLS]" + json.dumps([{"name": n, "arguments": a} for n, a in calls],
+                                                         ensure_ascii=False),
+    "openai": lambda calls: "<|channel|>analysis<|message|>Need a tool.<|end|>" + "".join(
+        f"<|start|>assistant<|channel|>commentary to=functions.{n} <|constrain|>json<|message|>"
+        f"{json.dumps(a, ensure_ascii=False)}<|call|>" for n, a in calls),
+    "deepseek_v3": lambda calls: "<｜tool▁calls▁begin｜>" + "".join(
+        f"<｜tool▁call▁begin｜>function<｜tool▁sep｜>{n}\n```json\n{json.dumps(a, ensure_ascii=False)}\n```"
+        "<｜tool▁call▁end｜>" for n, a in calls) + "<｜tool▁calls▁end｜>",
+    "deepseek_v31": lambda calls: "<｜tool▁calls▁begin｜>" + "".join(
+        f"<｜tool▁call▁begin｜>{n}<｜tool▁sep｜>{json.dumps(a, ensure_ascii=False)}<｜tool▁call▁end｜>"
+        for n, a in calls) + "<｜tool▁calls▁end｜>",
+    "kimi_k2": lambda calls: "<|tool_calls_section_begin|>" + "".join(
+        f"<|tool_call_begin|>functions.{n}:{i}<|tool_call_argument_begin|>{json.dumps(a, ensure_ascii=False)}"
+        "<|tool_call_end|>" for i, (n, a) in enumerate(calls)) + "<|tool_calls_section_end|>",
+    "gemma4": lambda calls: "".join(f"<|tool_call>call:{n}{_gemma(a)}<tool_call|>" for n, a in calls),
+    "glm45": lambda calls: "\n".join(f"<tool_call>{n}\n" + "".join(
+        f"<arg_key>{k}</arg_key>\n<arg_value>{_bare(v)}</arg_value>\n" for k, v in a.items()) + "</tool_call>"
+        for n, a in calls),
+    "qwen3_coder": lambda calls: "\n".join(f"<tool_call>\n<function={n}>\n" + "".join(
+        f"<parameter={k}>\n{_bare(v)}\n</parameter>\n" for k, v in a.items()) + "</function>\n</tool_call>"
+        for n, a in calls),
+    "granite": lambda calls: "<|tool_call|>" + json.dumps([{"name": n, "arguments": a} for n, a in calls],
+                                                           ensure_ascii=False),
+    "phi4_mini_json": lambda calls: "functools" + json.dumps([{"name": n, "arguments": a} for n, a in calls],
+                                                             ensure_ascii=False),
+    "internlm": lambda calls: "".join(f"<|action_start|><|plugin|>\n{_object(n, a, 'parameters')}<|action_end|>"
+                                      for n, a in calls),
+    "functionary_v32": lambda calls: "".join(f">>>{n}\n{json.dumps(a, ensure_ascii=False)}" for n, a in calls),
+    "xlam": lambda calls: json.dumps([{"name": n, "arguments": a} for n, a in calls], ensure_ascii=False),
+    "functions_prefix": lambda calls: "\n".join(f"functions.{n}:\n{json.dumps(a, ensure_ascii=False)}"
+                                                for n, a in calls),
+    "json": lambda calls: "Calling: " + " then ".join(_object(n, a) for n, a in calls),
+}
+# Families whose calls are bare JSON with no marker of their own: chosen, they read JSON call objects in prose.
+BARE_JSON = {"llama3_json", "llama4_json", "xlam", "phi4_mini_json", "json"}
+# Families read only when chosen (by name or template): their text has no marker of its own.
+UNMARKED = {"llama4_json", "json"}
+
+
+def test_every_registered_family_has_a_writer():
+    assert set(WRITERS) == set(READERS.names())
+
+
+# ----------------------------------------------------------------------------------- the gold
+@pytest.fixture(scope="module")
+def api_rows(data_dir):
+    return [row for config in ("level-1", "level-2", "level-3") for row in apibank.iter_rows(config, data_dir)
+            if row["kind"] == "api"]
+
+
+@pytest.fixture(scope="module")
+def gold(api_rows) -> list[Call]:
+    return [parse_request(row["expected_output"])[:2] for row in api_rows]
+
+
+def test_the_gold_is_every_api_row(gold):
+    assert len(gold) == 779
+
+
+@pytest.mark.parametrize("family", READERS.names())
+def test_every_gold_call_in_the_documented_format_reads_back(family, gold):
+    writer = WRITERS[family]
+    for name, arguments in gold:
+        text = writer([(name, arguments)])
+        assert read_tool_calls(text, parser=family) == [(name, arguments)], text
+        if family not in UNMARKED:  # recognised from the text alone, no template given
+            assert read_tool_calls(text) == [(name, arguments)], text
+
+
+# ------------------------------------------------------------------------------- real templates
+def _render(template: str, messages: list[dict], generation_prompt: bool) -> str:
+    from transformers.utils.chat_template_utils import render_jinja_template
+
+    rendered, _ = render_jinja_template(conversations=[messages], tools=PROBE_TOOLS, chat_template=template,
+                                        add_generation_prompt=generation_prompt, bos_token="<s>", eos_token="</s>")
+    return rendered[0]
+
+
+def _call_form(entry: dict) -> tuple[bool, bool]:
+    """(arguments as JSON text, content None) of the first probe form the template renders a call in."""
+    for form, behaviour in entry["behaviour"].items():
+        if form != "plain" and not behaviour["raises"] and behaviour["call_rendered"]:
+            return form.startswith("args_json"), form.endswith("none")
+    raise AssertionError(f"{entry['family']}: renders no call")
+
+
+def rendered_output(template: str, entry: dict, calls: list[Call], prompt: str) -> str:
+    """What a model of this template writes for ``calls``: the assistant turn rendered by the template, less
+    the prompt (the text shared with the generation prompt, cut before a special token it ends inside)."""
+    as_json, content_none = _call_form(entry)
+    tool_calls = [{"id": f"call{i}abcd"[:9].ljust(9, "x"), "type": "function",
+                   "function": {"name": n, "arguments": json.dumps(a) if as_json else a}}
+                  for i, (n, a) in enumerate(calls)]
+    full = _render(template, [USER, {"role": "assistant", "content": None if content_none else "",
+                                     "tool_calls": tool_calls}], False)
+    shared = len(os.path.commonprefix([full, prompt]))
+    opening = full.rfind("<", 0, shared)
+    if opening >= 0 and ">" not in full[opening:shared]:
+        shared = opening
+    return full[shared:]
+
+
+RENDERING = sorted(family for family, entry in SHIPPED.items() if entry["native_call_source"] == "template")
+
+
+@pytest.fixture(scope="module")
+def templates():
+    pytest.importorskip("transformers")
+    return {family: (REAL_TEMPLATES_DIR / entry["file"]).read_text(encoding="utf-8")
+            for family, entry in SHIPPED.items()}
+
+
+@pytest.mark.parametrize("family", RENDERING)
+def test_every_gold_call_rendered_by_the_real_template_reads_back(family, templates, gold):
+    template, entry = templates[family], SHIPPED[family]
+    assert reader_for_template(template) is not None, family
+    prompt = _render(template, [USER], True)
+    exact = same_prediction = 0
+    for name, arguments in gold:
+        text = rendered_output(template, entry, [(name, arguments)], prompt)
+        calls = read_tool_calls(text, chat_template=template)
+        exact += calls == [(name, arguments)]
+        same_prediction += len(calls) == 1 and call_text(*calls[0]) == call_text(name, arguments)
+    if family == "toolace":
+        # ToolACE's template prints values unquoted (`id=78901234`, `lon=74.0060`): such text reads back as
+        # a number, so 58 of 779 values change type and 8 of them their text as well (trailing zeros).
+        assert (exact, same_prediction) == (721, 771)
+    else:
+        assert exact == len(gold)
+
+
+@pytest.mark.parametrize("family", RENDERING)
+def test_parallel_calls_rendered_by_the_real_template(family, templates, gold):
+    template, entry = templates[family], SHIPPED[family]
+    calls = [gold[0], gold[100], gold[500]]
+    text = rendered_output(template, entry, calls, _render(template, [USER], True))
+    # GPT-OSS's template writes the first call of a turn only (harmony sends one call per message)
+    assert read_tool_calls(text, chat_template=template) == (calls[:1] if family == "gpt-oss" else calls), text
+
+
+# The family each collected template selects (the unshipped ones checked where the collection is at hand).
+SELECTS = {
+    "deepseek-r1-distill": "deepseek_v3", "deepseek-v3": "deepseek_v3", "deepseek-v3.1": "deepseek_v31",
+    "functionary-v3.2": "functionary_v32", "gemma-4": "gemma4", "glm-4.6": "glm45", "gpt-oss": "openai",
+    "granite-3.3": "granite", "granite-4.0": "hermes", "hermes-2-pro": "hermes", "hermes-3": "hermes",
+    "internlm2": "internlm", "kimi-k2": "kimi_k2", "llama-3.1": "llama3_json", "llama-3.2": "llama3_json",
+    "llama-4": "llama4_pythonic", "mistral-nemo": "mistral", "mistral-small-3.2": "mistral",
+    "phi-4-mini": "phi4_mini_json", "phi-4-mini-vllm": "phi4_mini_json", "qwen2.5": "hermes", "qwen3": "hermes",
+    "qwen3-8b": "hermes", "qwq": "hermes", "qwen3-coder": "qwen3_coder", "smollm3": None, "toolace": "pythonic",
+    "xlam": "xlam", "xlam-llama": "xlam",
+}
+
+
+def test_each_template_selects_its_family(templates):
+    assert {entry["family"] for entry in MANIFEST} == set(SELECTS)
+    chosen = {family: getattr(reader_for_template(text), "name", None) for family, text in templates.items()}
+    assert chosen == {family: SELECTS[family] for family in templates}
+
+
+# ------------------------------------------------------------------------------------ scoring
+def test_read_calls_score_as_the_gold_text(api_rows, gold, data_dir):
+    """The predictions the backends make of read-back calls (call_text) score the gold text's own figures;
+    every family above reads back the same calls, so one scoring covers them all."""
+    references = [row["reference"] for row in api_rows]
+    text = WRITERS["mistral"]
+    predictions = [call_text(*read_tool_calls(text([call]))[0]) for call in gold]
+    read = apibank.score(predictions, references, protocols=("paper", "corrected"), data_dir=data_dir)
+    own = apibank.score([row["expected_output"] for row in api_rows], references, protocols=("paper", "corrected"),
+                        data_dir=data_dir)
+    for protocol, correct in (("paper", 671), ("corrected", 779)):
+        assert read[protocol]["overall"]["api"] == own[protocol]["overall"]["api"]
+        assert read[protocol]["overall"]["api"]["correct"] == correct and own[protocol]["overall"]["api"]["total"] == 779
+
+
+# --------------------------------------------------------------------------- values and shapes
+HARD = ("Probe", {"text": 'héllo 世界 "quoted" \'single\', comma) [x]', "n": 3, "f": -1.5, "yes": True, "no": False,
+                  "nothing": None, "items": [1, "two", {"k": [True, None]}], "nested": {"a": {"b": "c"}}})
+HARD_SCHEMA = [{"type": "function", "function": {"name": "Probe", "parameters": {"type": "object", "properties": {
+    "text": {"type": "string"}, "n": {"type": "integer"}, "f": {"type": "number"}, "yes": {"type": "boolean"},
+    "no": {"type": "boolean"}, "nothing": {"type": "null"}, "items": {"type": "array"},
+    "nested": {"type": "object"}}}}}]
+
+
+@pytest.mark.parametrize("family", READERS.names())
+def test_hard_values_and_parallel_calls(family):
+    calls = [HARD, ("GetToday", {}), ("QueryMeeting", {"user_name": "Zoë"})]
+    text = WRITERS[family](calls)
+    # families that write values as bare text type them by the offered schema
+    assert read_tool_calls(text, parser=family, tools=HARD_SCHEMA) == calls, text
+
+
+@pytest.mark.parametrize("family", READERS.names())
+def test_thinking_is_never_read_as_a_call(family):
+    real = ("GetToday", {})
+    thought = ("<think>Maybe " + WRITERS[family]([HARD]) + ' or {"name": "AddAlarm", "arguments": {}}?</think>\n')
+    assert read_tool_calls(thought + "It is Monday.", parser=family) == []
+    assert read_tool_calls(thought + WRITERS[family]([real]), parser=family) == [real]
+    assert read_tool_calls("<think>cut off while thinking " + WRITERS[family]([real]), parser=family) == []
+    prefilled = "the prompt opened the block: " + WRITERS[family]([HARD]) + "</think>It is Monday."
+    assert read_tool_calls(prefilled, parser=family) == []
+
+
+def test_gpt_oss_analysis_channel_is_reasoning():
+    analysis = ('<|channel|>analysis<|message|>Call to=functions.AddAlarm <|message|>{"time": "9"} maybe.<|end|>')
+    final = "<|start|>assistant<|channel|>final<|message|>It is Monday.<|return|>"
+    assert read_calls(analysis + final) == []
+    assert answer_of("analysisCall ... It is Monday.", analysis + final) == "It is Monday."
+    assert answer_of("<think>{\"name\": \"x\"}</think> Monday.") == " Monday."
+
+
+PLAIN = ['Your record reads {"name": "John", "arguments": {"age": 3}} in the database.',
+         'Stored: [{"name": "AddAlarm", "parameters": {"time": "9"}}], as you asked.',
+         "The meeting is at 3pm.", '{"name": "John", "age": 3}']
+
+
+@pytest.mark.parametrize("text", PLAIN)
+def test_plain_answers_holding_json_are_no_calls(text, templates):
+    assert read_calls(text) == []
+    for family, template in templates.items():
+        reader = reader_for_template(template)
+        if reader is None or reader.name not in BARE_JSON:
+            assert read_calls(text, template) == [], family
+    for family in sorted(set(READERS.names()) - BARE_JSON):
+        assert read_tool_calls(text, parser=family) == [], family
+
+
+def test_a_whole_answer_that_is_a_call_is_read_without_markers():
+    assert read_calls('{"name": "GetToday", "arguments": {}}') == [{"name": "GetToday", "arguments": {}}]
+    assert read_calls('```json\n[{"name": "GetToday", "parameters": {}}]\n```') == [{"name": "GetToday", "arguments": {}}]
+    assert read_calls("GetToday()", tools=[{"function": {"name": "GetToday"}}]) == [{"name": "GetToday", "arguments": {}}]
+    assert read_calls("GetToday()") == []  # a bare Python call of no offered tool
+
+
+def test_unknown_parser_names_the_close_ones():
+    from apibank.generate.toolcalls import UnknownName
+
+    with pytest.raises(UnknownName, match="did you mean 'hermes'"):
+        get_reader("hermez")
+
+
+def test_public_read_calls_is_lazy_and_documented():
+    assert apibank.read_calls is read_calls
+    assert "read_calls" in apibank.__all__
+    table = (REPO / "docs" / "backends.md").read_text(encoding="utf-8")
+    assert all(f"`{name}`" in table for name in READERS.names())
+
+
+# ------------------------------------------------------------------------------------ hostile
+HOSTILE = ["[", "{", '"', "\\", '{"name": ', "<tool_call>", "<tool_call>X\n<arg_key>k</arg_key><arg_value>",
+           "<function=X><parameter=k>", "<|tool_call>call:X{", "{a:", '<|"|>', "to=functions.X<|message|>",
+           "<｜tool▁call▁begin｜>X<｜tool▁sep｜>{", "<|tool_call_begin|>functions.X:0<|tool_call_argument_begin|>{",
+           ">>>X\n{", "functools[", "[TOOL_CALLS]X[ARGS]{", "<|action_start|><|plugin|>{", "<|tool_call|>[", "[X(",
+           "<think>", "</think>", "<|channel|>analysis<|message|>"]
+
+
+@pytest.mark.parametrize("family", [*READERS.names(), None])
+def test_hostile_text_is_bounded(family):
+    """Every family's openers repeated past the bounds (unclosed, or nested 2,000 deep): no exception, no call
+    invented; a real call after a run of unclosed openers is still read."""
+    for unit in HOSTILE:
+        assert read_tool_calls(unit * 2000, parser=family) == [], unit
+    if family not in UNMARKED:
+        real = ("GetToday", {"day": "Monday"})
+        assert read_tool_calls("] } ) " * 500 + WRITERS[family or "hermes"]([real]), parser=family) == [real]
