@@ -118,7 +118,6 @@ def check_cpu_engine_args(engine_args: dict[str, Any]) -> str | None:
     binding the backend sets (see :func:`rank_core_binding`; None where vLLM's own serves or the user set
     :data:`CPU_BINDING`)."""
     from vllm.platforms import current_platform
-    from vllm.utils.cpu_resource_utils import get_visible_memory_node
 
     if engine_args.get("distributed_executor_backend") == "ray" and not current_platform.ray_device_key:
         # vLLM's Ray executor places each rank on a Ray device its platform names; the CPU platform names
@@ -126,9 +125,16 @@ def check_cpu_engine_args(engine_args: dict[str, Any]) -> str | None:
         raise UsageError("--engine-arg distributed_executor_backend=ray: vLLM's CPU build has no Ray executor "
                          "(its platform names no Ray device); drop it: tensor_parallel_size and "
                          "pipeline_parallel_size run on vLLM's own processes (mp)")
-    if CPU_BINDING in os.environ:
+    if CPU_BINDING in os.environ or world_size(engine_args) == 1:
         return None
-    return rank_core_binding(world_size(engine_args), os.sched_getaffinity(0), len(get_visible_memory_node()))
+    try:  # the NUMA nodes vLLM's own binding would use (vLLM 0.32's helper)
+        from vllm.utils.cpu_resource_utils import get_visible_memory_node
+
+        numa_nodes = len(get_visible_memory_node())
+    except (ImportError, OSError):
+        numa_nodes = 1
+    cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
+    return rank_core_binding(world_size(engine_args), cores, numa_nodes)
 
 
 def model_context_length(folder: str) -> int | None:
