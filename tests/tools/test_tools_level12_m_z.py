@@ -310,6 +310,14 @@ TOKENIZER_CASES = [
 
 @pytest.mark.parametrize("text", TOKENIZER_CASES)
 def test_search_engine_tokenizer_agrees_with_nltk_word_splitter(text):
+    """NLTK's splitter changed its rules for quotes and clitics in 3.10.1 ("'em", "'done.'"): the tokenizer
+    follows 3.10.1 and later (the shipped tokens, the real reference, are checked above whatever NLTK is
+    installed; lighteval pins 3.9.1)."""
+    nltk = pytest.importorskip("nltk")
+    from packaging.version import Version
+
+    if Version(nltk.__version__) < Version("3.10.1"):
+        pytest.skip(f"nltk {nltk.__version__} splits quotes and clitics by its pre-3.10.1 rules")
     nltk_tokenize = pytest.importorskip("nltk.tokenize")
     assert treebank_tokens(text) == nltk_tokenize.NLTKWordTokenizer().tokenize(text)
 
