@@ -29,6 +29,7 @@ from typing import IO, Any, Iterable, Iterator
 PREDICTIONS_FILE = "predictions.jsonl"
 DETAILS_FILE = "details.jsonl"
 RESULTS_FILE = "results.json"
+PROMPTS_FILE = "prompts.jsonl"  # apibank evaluate --prompts-only
 REPORT_FILE = "report.md"
 TRAJECTORIES_FILE = "trajectories.jsonl"
 LEADERBOARD_DIR = "leaderboard"

@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 from apibank.errors import UsageError
 from apibank.generate.backends.base import Backend, Completion, DecodingSettings
 from apibank.generate.backends.http import EndpointError, HttpClient
-from apibank.generate.backends.options import Option, positive_seconds
+from apibank.generate.backends.options import CHAT_TEMPLATE_KWARGS, Option, positive_seconds
 from apibank.generate.conversation import Conversation
 from apibank.generate.interrupts import HeldInterrupt
 from apibank.generate.templates import ESCALATION, ORDER, Adaptation, adapt, tool_result_text
@@ -45,6 +45,7 @@ class OpenAIBackend(Backend):
     """
 
     name = "openai"
+    renders_requests = True  # render() gives the request's JSON (messages and tools), the server templates it
     options = (
         Option("base_url", "API root, e.g. http://127.0.0.1:8000/v1", metavar="URL"),
         Option("api_key_env", "environment variable holding the key", default="OPENAI_API_KEY", metavar="NAME"),
@@ -54,6 +55,7 @@ class OpenAIBackend(Backend):
                flag="--request-timeout", metavar="SECONDS", check=positive_seconds),
         Option("tool_results_as_user", "chat format: send API results as user turns (the hosted OpenAI API "
                "rejects tool messages that answer no tool call)", kind="switch", default=False),
+        CHAT_TEMPLATE_KWARGS,
     )
 
     @classmethod
@@ -78,6 +80,7 @@ class OpenAIBackend(Backend):
         seed: int | None = 0,
         extra_body: dict[str, Any] | None = None,
         tool_results_as_user: bool = False,
+        chat_template_kwargs: dict[str, Any] | None = None,
         log: Callable[[str], None] | None = None,
     ) -> None:
         self.model_id = model
@@ -93,6 +96,8 @@ class OpenAIBackend(Backend):
         self.concurrency = max(1, concurrency)
         self.seed = seed
         self.extra_body = dict(extra_body or {})
+        # vLLM, SGLang and llama.cpp servers pass this body field to the model's chat template.
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self._lock = threading.Lock()
         self._adaptations: dict[str, Adaptation] = {}
 
@@ -102,7 +107,8 @@ class OpenAIBackend(Backend):
 
     def template_info(self) -> dict[str, Any]:
         adaptations = [self._adaptations[name].as_dict() for name in ORDER if name in self._adaptations]
-        return {"chat_template_file": None, "chat_template_sha256": None, "template_adaptations": adaptations}
+        return {"chat_template_file": None, "chat_template_sha256": None,
+                "chat_template_kwargs": dict(self.chat_template_kwargs), "template_adaptations": adaptations}
 
     # -- the request
     def wire_messages(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -152,8 +158,14 @@ class OpenAIBackend(Backend):
             body["tools"] = tools
         if settings.stop:
             body["stop"] = list(settings.stop)[:4]  # the OpenAI API accepts at most four
+        if self.chat_template_kwargs:
+            body["chat_template_kwargs"] = dict(self.chat_template_kwargs)
         body.update(self.extra_body)
         return body
+
+    @property
+    def last_adaptations(self) -> list[str]:
+        return [name for name in ORDER if name in self._adaptations]
 
     def render(self, conversation: Conversation) -> str:
         messages, tools = self._adapted(conversation, tuple(self._adaptations))

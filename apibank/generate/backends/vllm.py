@@ -20,7 +20,7 @@ from apibank.errors import UsageError, require_extra
 from apibank.generate.backends.base import Backend, Completion, DecodingSettings
 from apibank.generate.backends.hf import _HFRendering, template_sha256
 from apibank.generate.backends.loading import available_memory
-from apibank.generate.backends.options import CHAT_TEMPLATE, DTYPE, REVISION, TRUST_REMOTE_CODE, Option, parse_pair
+from apibank.generate.backends.options import CHAT_TEMPLATE, CHAT_TEMPLATE_KWARGS, DTYPE, REVISION, TRUST_REMOTE_CODE, Option, parse_pair
 from apibank.generate.stops import StopWatch
 
 # Engine arguments that the backend sets from its own options: given as --engine-arg they would
@@ -112,7 +112,7 @@ class VLLMBackend(_HFRendering, Backend):
 
     name = "vllm"
     options = (
-        REVISION, DTYPE, TRUST_REMOTE_CODE, CHAT_TEMPLATE,
+        REVISION, DTYPE, TRUST_REMOTE_CODE, CHAT_TEMPLATE, CHAT_TEMPLATE_KWARGS,
         Option("engine_args", "any engine argument of vLLM, e.g. --engine-arg tensor_parallel_size=2 "
                "--engine-arg max_model_len=4096 (repeat the flag; values read as JSON where they parse)",
                type=parse_pair, kind="pairs", flag="--engine-arg", metavar="KEY=VALUE"),
@@ -134,6 +134,7 @@ class VLLMBackend(_HFRendering, Backend):
         dtype: str = "auto",
         trust_remote_code: bool = False,
         chat_template: str = "auto",
+        chat_template_kwargs: dict[str, Any] | None = None,
         engine_args: dict[str, Any] | None = None,
     ) -> None:
         require_extra("vllm", ("vllm",), "the vllm backend")
@@ -149,6 +150,8 @@ class VLLMBackend(_HFRendering, Backend):
         self.revision = revision
         self.dtype = dtype
         self.chat_template = chat_template
+        # Prompts are rendered here (vLLM gets token ids): its chat_template_kwargs are ours.
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
         engine_args = dict(engine_args or {})
         check_engine_args(engine_args, engine_argument_names())
         self.engine_env: dict[str, str] = {}
@@ -162,6 +165,12 @@ class VLLMBackend(_HFRendering, Backend):
                        trust_remote_code=trust_remote_code, **self.engine_args)
         self.tokenizer = self.llm.get_tokenizer()
 
+    @classmethod
+    def prompt_renderer(cls, model: str, **options: Any):
+        from apibank.generate.backends.hf import TokenizerRendering
+
+        return TokenizerRendering(model, **options)  # the tokenizer vLLM renders with, no engine
+
     def info(self) -> dict[str, Any]:
         return {
             "backend": self.name,
@@ -173,6 +182,7 @@ class VLLMBackend(_HFRendering, Backend):
             **({"engine_env": self.engine_env} if self.engine_env else {}),
             "chat_template": self.chat_template,
             "chat_template_sha256": template_sha256(self.tokenizer),
+            **({"chat_template_kwargs": self.chat_template_kwargs} if self.chat_template_kwargs else {}),
         }
 
     def close(self) -> None:

