@@ -467,8 +467,8 @@ class TemplateAdapter:
                 continue
             lost = missing_pieces(messages, tools, text)
             if lost:
-                first_problem = first_problem or f"the template drops {'; '.join(lost[:3])}" + (
-                    f" (and {len(lost) - 3} more)" if len(lost) > 3 else "")
+                first_problem = first_problem or f"the template drops {'; '.join(lost[:2])}" + (
+                    f" (and {len(lost) - 2} more)" if len(lost) > 2 else "")
                 continue
             for name in names:
                 if name not in self._decided:
@@ -477,8 +477,8 @@ class TemplateAdapter:
             self.last_names = tuple(name for name in ORDER if name in names)
             return text
         raise TemplateRefusal(
-            f"row {row_id}: the chat template cannot render this conversation whole even adapted "
-            f"({', '.join(ORDER)}): {first_problem}; supply a template that accepts it with --chat-template FILE"
+            f"row {row_id}: {first_problem}, with every adaptation tried; supply a chat template that renders "
+            "the whole conversation with --chat-template FILE"
         )
 
     @property

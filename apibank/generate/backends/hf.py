@@ -108,6 +108,9 @@ class _HFRendering:
             return None
         return self._adapter().thinking()
 
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        return [len(ids) for ids in self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
+
     def _add_special_tokens(self, conversation: Conversation) -> bool:
         # A chat template writes BOS itself; a plain paper prompt gets the tokenizer's usual tokens.
         return not self._uses_template(conversation)
@@ -303,9 +306,6 @@ class TransformersBackend(_HFRendering, Backend):
             **(self.cpu_threads.info() if self.model.device.type == "cpu" else {}),
             **({"compile": True, "compile_seconds": round(self.decoder.compile_seconds, 3)} if self.compile else {}),
         }
-
-    def token_counts(self, texts):
-        return [len(ids) for ids in self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
 
     def end_answers_at(self, tokens: Sequence[str]) -> list[str]:
         """Also end every answer at these tokens (a chat template's end-of-turn marker that the model's EOS

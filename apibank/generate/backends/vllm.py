@@ -193,9 +193,6 @@ class VLLMBackend(_HFRendering, Backend):
         if llm is not None:
             llm.llm_engine.engine_core.shutdown()
 
-    def token_counts(self, texts):
-        return [len(ids) for ids in self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
-
     def _params(self, budget: int, settings: DecodingSettings):
         from vllm import SamplingParams
 
