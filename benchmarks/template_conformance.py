@@ -64,10 +64,13 @@ def conformance(tokenizer: Any, template: Path, rows: list[dict[str, Any]],
         started = time.perf_counter()
         renderer = TokenizerRendering.around(tokenizer, chat_template=str(template), chat_template_kwargs=kwargs)
         rendered, refused, first = 0, 0, None
+        by_adaptations: dict[str, int] = {}
         for row in rows:
             try:
                 renderer.render(build_conversation(row, fmt))
                 rendered += 1
+                key = ", ".join(renderer.last_adaptations) or "none"
+                by_adaptations[key] = by_adaptations.get(key, 0) + 1
             except TemplateRefusal as error:
                 refused += 1
                 first = first or str(error)
@@ -76,6 +79,7 @@ def conformance(tokenizer: Any, template: Path, rows: list[dict[str, Any]],
             "rows": len(rows), "rendered": rendered, "refused": refused, "first_refusal": first,
             "adaptations": [a["name"] for a in info["template_adaptations"]],
             "reasons": {a["name"]: a["reason"] for a in info["template_adaptations"]},
+            "rows_by_adaptations": by_adaptations,
             "thinking": thinking_of(renderer, fmt) if rendered else None,
             "seconds": round(time.perf_counter() - started, 2),
         }

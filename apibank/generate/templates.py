@@ -179,7 +179,9 @@ def _merge_consecutive(messages: list[Message], tools: Tools) -> tuple[list[Mess
     out: list[Message] = []
     for message in messages:
         previous = out[-1] if out else None
-        if previous is not None and previous["role"] == message["role"] and message["role"] != "tool":
+        # A turn carrying tool calls stays apart: templates that render calls drop the content beside them.
+        if (previous is not None and previous["role"] == message["role"] and message["role"] != "tool"
+                and not previous.get("tool_calls") and not message.get("tool_calls")):
             merged = dict(previous)
             merged["content"] = "\n".join(part for part in (previous.get("content"), message.get("content")) if part)
             calls = [*(previous.get("tool_calls") or []), *(message.get("tool_calls") or [])]
@@ -373,6 +375,7 @@ class TemplateAdapter:
         self._decided: dict[str, Adaptation] = {}
         self._by_shape: dict[tuple, tuple[str, ...]] = {}
         self.last_names: tuple[str, ...] = ()  # the adaptations of the conversation rendered last
+        self._escalated: set[str] = set()  # adaptations first needed by a row, not by a probe
 
     # -- probing
     def _try(self, messages: list[Message], tools: Tools, must_show: Sequence[str],
@@ -443,23 +446,34 @@ class TemplateAdapter:
             return "the template thinks unless enable_thinking is false"
         return None
 
+    def _probed_names(self) -> tuple[str, ...]:
+        """The adaptations the probes decided (those a row's shape needed on top apply to that shape only)."""
+        return tuple(name for name in self._decided if name not in self._escalated)
+
+    @staticmethod
+    def _candidates(base: tuple[str, ...]) -> list[tuple[str, ...]]:
+        """The adaptation sets to try for a conversation, least intrusive first: ``base``, then ``base`` with
+        one more adaptation, then with the further ones added one by one."""
+        extras = [name for name in ESCALATION if name not in base]
+        single = [(*base, extra) for extra in extras]
+        cumulative = [(*base, *extras[:count]) for count in range(2, len(extras) + 1)]
+        return [base, *single, *cumulative]
+
     # -- rendering
     def render(self, messages: Sequence[Message], tools: Tools, *, fmt: str, row_id: str) -> str:
         """The prompt of one conversation, adapted; raises :class:`TemplateRefusal` naming the row and
         what the template refused or dropped when no adaptation gives a prompt that shows all of it."""
         self.probe(fmt)
         shape = shape_of(messages, tools)
-        names = self._by_shape.get(shape, tuple(self._decided))
+        probed = self._probed_names()
+        known = self._by_shape.get(shape)
         first_problem: str | None = None
-        previous = None
-        # The adaptations known for this shape first; if the row still raises or loses a piece, add the
-        # others one by one (skipping any that leave this conversation unchanged).
-        for extra in (None, *[name for name in ESCALATION if name not in names]):
-            candidate = names if extra is None else (*names, extra)
-            adapted, adapted_tools = adapt(messages, tools, candidate)
-            if (adapted, adapted_tools) == previous:
+        seen: list[Any] = []
+        for names in self._candidates(known if known is not None else probed):
+            adapted, adapted_tools = adapt(messages, tools, names)
+            if (adapted, adapted_tools) in seen:
                 continue
-            names, previous = candidate, (adapted, adapted_tools)
+            seen.append((adapted, adapted_tools))
             try:
                 text = self._render_fn(adapted, adapted_tools)
             except Exception as error:
@@ -473,6 +487,7 @@ class TemplateAdapter:
             for name in names:
                 if name not in self._decided:
                     self._decided[name] = Adaptation(name, f"row {row_id}: {first_problem}")
+                    self._escalated.add(name)
             self._by_shape[shape] = names
             self.last_names = tuple(name for name in ORDER if name in names)
             return text
