@@ -345,6 +345,16 @@ _FORMAT_PROBES = {
 }
 
 
+def candidate_sets(base: Sequence[str]) -> list[tuple[str, ...]]:
+    """The adaptation sets to try for a conversation that ``base`` does not render whole, least intrusive
+    first: ``base``, then ``base`` with one more adaptation, then with the further ones added one by one."""
+    base = tuple(base)
+    extras = [name for name in ESCALATION if name not in base]
+    single = [(*base, extra) for extra in extras]
+    cumulative = [(*base, *extras[:count]) for count in range(2, len(extras) + 1)]
+    return [base, *single, *cumulative]
+
+
 def _error_text(error: BaseException) -> str:
     text = str(error).strip() or type(error).__name__
     return text if len(text) <= 300 else text[:300] + "..."
@@ -450,14 +460,18 @@ class TemplateAdapter:
         """The adaptations the probes decided (those a row's shape needed on top apply to that shape only)."""
         return tuple(name for name in self._decided if name not in self._escalated)
 
-    @staticmethod
-    def _candidates(base: tuple[str, ...]) -> list[tuple[str, ...]]:
-        """The adaptation sets to try for a conversation, least intrusive first: ``base``, then ``base`` with
-        one more adaptation, then with the further ones added one by one."""
-        extras = [name for name in ESCALATION if name not in base]
-        single = [(*base, extra) for extra in extras]
-        cumulative = [(*base, *extras[:count]) for count in range(2, len(extras) + 1)]
-        return [base, *single, *cumulative]
+    def _whole(self, messages: Sequence[Message], tools: Tools, names: Sequence[str]) -> tuple[str | None, str]:
+        """``(prompt, "")`` when the conversation adapted by ``names`` renders whole, else ``(None, why not)``."""
+        adapted, adapted_tools = adapt(messages, tools, names)
+        try:
+            text = self._render_fn(adapted, adapted_tools)
+        except Exception as error:
+            return None, f"the template raises: {_error_text(error)}"
+        lost = missing_pieces(messages, tools, text)
+        if lost:
+            return None, f"the template drops {'; '.join(lost[:2])}" + (
+                f" (and {len(lost) - 2} more)" if len(lost) > 2 else "")
+        return text, ""
 
     # -- rendering
     def render(self, messages: Sequence[Message], tools: Tools, *, fmt: str, row_id: str) -> str:
@@ -469,21 +483,23 @@ class TemplateAdapter:
         known = self._by_shape.get(shape)
         first_problem: str | None = None
         seen: list[Any] = []
-        for names in self._candidates(known if known is not None else probed):
+        base = known if known is not None else probed
+        for names in candidate_sets(base):
             adapted, adapted_tools = adapt(messages, tools, names)
             if (adapted, adapted_tools) in seen:
                 continue
             seen.append((adapted, adapted_tools))
-            try:
-                text = self._render_fn(adapted, adapted_tools)
-            except Exception as error:
-                first_problem = first_problem or f"the template raises: {_error_text(error)}"
+            text, problem = self._whole(messages, tools, names)
+            if text is None:
+                first_problem = first_problem or problem
                 continue
-            lost = missing_pieces(messages, tools, text)
-            if lost:
-                first_problem = first_problem or f"the template drops {'; '.join(lost[:2])}" + (
-                    f" (and {len(lost) - 2} more)" if len(lost) > 2 else "")
-                continue
+            # Several added together: keep only those this conversation needs.
+            for name in reversed([name for name in names if name not in base]):
+                fewer = tuple(other for other in names if other != name)
+                if len(names) - len(base) > 1:
+                    shorter, _ = self._whole(messages, tools, fewer)
+                    if shorter is not None:
+                        names, text = fewer, shorter
             for name in names:
                 if name not in self._decided:
                     self._decided[name] = Adaptation(name, f"row {row_id}: {first_problem}")

@@ -31,6 +31,10 @@ def _usage(reply: dict[str, Any]) -> dict[str, int] | None:
             out[key] = value
     return out or None
 
+ENDPOINT_ESCALATION = tuple(
+    [name for name in ESCALATION if name not in ("call-ids-alphanumeric", "arguments-as-json-text")]
+    + ["call-ids-alphanumeric", "arguments-as-json-text"])
+
 
 class OpenAIBackend(Backend):
     """An OpenAI-compatible chat-completions endpoint.
@@ -176,15 +180,17 @@ class OpenAIBackend(Backend):
 
     def _reply(self, conversation: Conversation, settings: DecodingSettings) -> tuple[dict[str, Any], tuple[str, ...]]:
         """The server's reply, adapting the conversation once per refusal until the server takes it."""
-        names = tuple(self._adaptations)
         first: EndpointError | None = None
+        names = tuple(self._adaptations)
         previous = None
-        for extra in (None, *[name for name in ESCALATION if name not in names]):
-            candidate = names if extra is None else (*names, extra)
-            body = self.request_body(conversation, settings, candidate)
+        # One refused request per adaptation at most: each is added on top of the last (servers refuse
+        # roles, rarely ids or argument forms, so those come last); one that changes nothing is not sent.
+        for extra in (None, *[name for name in ENDPOINT_ESCALATION if name not in names]):
+            names = names if extra is None else (*names, extra)  # kept even when it changes nothing yet
+            body = self.request_body(conversation, settings, names)
             if body["messages"] == previous:
                 continue
-            names, previous = candidate, body["messages"]
+            previous = body["messages"]
             try:
                 reply = self._post(body)
             except EndpointError as error:
@@ -193,6 +199,9 @@ class OpenAIBackend(Backend):
                 first = first or error
                 continue
             if first is not None:
+                # Record only what this request needed: an adaptation whose removal changes nothing is dropped.
+                names = tuple(name for name in names if name in self._adaptations or self.request_body(
+                    conversation, settings, tuple(other for other in names if other != name))["messages"] != previous)
                 with self._lock:
                     for name in names:
                         self._adaptations.setdefault(
