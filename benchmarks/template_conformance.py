@@ -104,6 +104,14 @@ def refusal_reason(entry: dict[str, Any]) -> str:
     return (reason[:120] + "...") if len(reason) > 120 else reason
 
 
+def adaptations_cell(entry: dict[str, Any]) -> str:
+    """The adaptations a format needed: one list when every row needed the same, else rows per list."""
+    by_set = entry.get("rows_by_adaptations") or {}
+    if len(by_set) <= 1:
+        return ", ".join(entry["adaptations"]) or "none"
+    return "; ".join(f"{count} rows: {names}" for names, count in sorted(by_set.items(), key=lambda kv: -kv[1]))
+
+
 def markdown_table(records: list[dict[str, Any]]) -> str:
     lines = [
         "| Family | Template source | Parser | Adaptations (`tools`) | Adaptations (`chat`) | Thinking | Verified |",
@@ -118,7 +126,7 @@ def markdown_table(records: list[dict[str, Any]]) -> str:
         shipped = "" if record.get("shipped", True) else " (not shipped)"
         lines.append(
             f"| {record.get('family', '')}{shipped} | {source_of(record)} | `{record.get('family', '')}` | "
-            f"{', '.join(tools['adaptations']) or 'none'} | {', '.join(chat['adaptations']) or 'none'} | "
+            f"{adaptations_cell(tools)} | {adaptations_cell(chat)} | "
             f"{tools['thinking'] or 'no'} | {verified} |")
     return "\n".join(lines) + "\n"
 
@@ -132,8 +140,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", default=None, help="local copy of the upstream API-Bank folder")
     parser.add_argument("--model", default=None, help="tokenizer source (default: the Gemma 3 270M GGUF)")
     parser.add_argument("--json", type=Path, default=None, help="write the records here")
+    parser.add_argument("--records", type=Path, default=None,
+                        help="write the table from records an earlier run wrote with --json (renders nothing)")
     parser.add_argument("--markdown", type=Path, default=None, help="write the table here")
     args = parser.parse_args(argv)
+    if args.records:
+        table = markdown_table(json.loads(args.records.read_text(encoding="utf-8")))
+        if args.markdown:
+            args.markdown.write_text(table, encoding="utf-8")
+        else:
+            print(table)
+        return 0
     entries = manifest_entries(args.manifest, args.templates_dir) if args.manifest else []
     entries += [{"family": path.stem, "file": str(path)} for path in args.templates]
     if not entries:
