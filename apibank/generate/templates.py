@@ -319,14 +319,15 @@ _PROBES: dict[str, _Probe] = {
     # A tool call and its result, the way the rows have them: the call's own adaptations first.
     "calls": _Probe(
         (_U, _CALL, _RES), _CALL_MARKERS,
-        ((), ("call-ids-alphanumeric",), ("arguments-as-json-text",), ("call-ids-alphanumeric", "arguments-as-json-text"),
+        ((), ("call-ids-alphanumeric",), ("arguments-as-json-text",),
+         ("call-ids-alphanumeric", "arguments-as-json-text"),
          ("tool-results-as-user",), ("call-ids-alphanumeric", "tool-results-as-user"),
          ("arguments-as-json-text", "tool-results-as-user"),
          ("call-ids-alphanumeric", "arguments-as-json-text", "tool-results-as-user"),
          ("calls-as-text",), ("calls-as-text", "tool-results-as-user")),
         must_not_show=(_PYTHON_ARGUMENTS,)),
     # The chat format's results answer no structured call: the request is assistant text.
-    "results": _Probe((_U, _A, {**_RES, "tool_call_id": _CALL_ID}), (_ANSWER, _RESULT),
+    "results": _Probe((_U, _A, _RES), (_ANSWER, _RESULT),
                       ((), ("tool-results-as-user",))),
     "system-user-last": _Probe((_SYS, _U), (_SYSTEM, _USER), _SYSTEM_FIX),
     "system-assistant-last": _Probe((_SYS, _U, _A), (_SYSTEM, _USER, _ANSWER), _SYSTEM_FIX),
@@ -433,7 +434,7 @@ class TemplateAdapter:
             # No candidate renders this probe: rows of its shape are adapted (or refused) as they come.
         self._probed.add(fmt)
 
-    def thinking(self, fmt: str = "chat") -> str | None:
+    def thinking(self) -> str | None:
         """Why a model given this template thinks before it answers, or None when it does not: the
         generation prompt opens a thinking block, switches thinking on (``<|think|>``, ``/think``), or the
         template has a thinking mode that the prompt leaves on (Qwen3's ``enable_thinking``, GPT-OSS's

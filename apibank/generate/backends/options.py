@@ -84,7 +84,8 @@ def json_object(text: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
     except ValueError as error:
-        raise ValueError(f"{text!r} is not JSON ({error}); give an object, e.g. '{{\"enable_thinking\": false}}'") from None
+        raise ValueError(f"{text!r} is not JSON ({error}); give an object, "
+                         "e.g. '{\"enable_thinking\": false}'") from None
     if not isinstance(value, dict):
         raise ValueError(f"{text!r} is JSON but not an object; give an object, e.g. '{{\"enable_thinking\": false}}'")
     return value
