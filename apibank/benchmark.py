@@ -124,6 +124,13 @@ BUDGET_MARGIN = 16
 # no gold answer of its own), the inspect-ai task (inspect's model, whose tokenizer the package does not
 # see), and a generation given no rows.
 UNSIZED_MAX_NEW_TOKENS = 256
+# The reasoning budget added to every answer's budget when the chat template makes the model think
+# before answering (Qwen3 and QwQ, DeepSeek-R1 and V3.1 thinking, GPT-OSS's analysis channel, SmolLM3's
+# /think, Gemma 4 with enable_thinking): the answer budgets above leave a thinking model one sentence of
+# reasoning and no call. 4,096 tokens holds the reasoning that such models publish for short tool-use
+# tasks several times over; rows that still reach it end with finish_reason "length" in the predictions.
+# apibank evaluate --thinking-budget N overrides it (0: none).
+THINKING_BUDGET = 4096
 
 # Environment variables the package reads (the tool environment's retrieval settings,
 # APIBANK_RETRIEVER and APIBANK_VOCAB, live with the retriever in ``apibank_tools.retrieval``).
@@ -161,7 +168,7 @@ __all__ = [
     "AGENT_TOOL_FORMATS", "BENCHMARK_NAME", "BUDGET_MARGIN", "CACHE_ENV", "CITATION", "DATA_DIR_ENV",
     "DEFAULT_AGENT_TOOL_FORMAT", "DEFAULT_FORMAT", "DEFAULT_PROTOCOL", "DEFAULT_SETTING",
     "DEFAULT_TRAINING_FORMAT", "EPISODE_COUNTS", "FORMATS", "FULL_COUNTS", "GGUF_CACHE_ENV", "HOMEPAGE",
-    "JUDGE_MEMORY_MB", "JUDGE_TIMEOUT_S", "LEVEL_NUMBERS", "level_spec", "LEVEL_SPECS", "LEVELS", "LevelSpec",
+    "JUDGE_MEMORY_MB", "JUDGE_TIMEOUT_S", "THINKING_BUDGET", "LEVEL_NUMBERS", "level_spec", "LEVEL_SPECS", "LEVELS", "LevelSpec",
     "MODEL_FORMAT", "normalise_levels", "PROTOCOL_DESCRIPTIONS", "PROTOCOLS", "SAMPLE_KINDS", "SEARCHER",
     "SETTINGS", "TEMPLATE_MODES", "TOOLSETS", "TRAINING_FORMATS", "UNSIZED_MAX_NEW_TOKENS",
     "UPSTREAM_URL_ENV",

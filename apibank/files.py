@@ -35,6 +35,7 @@ from apibank.errors import InputFileError, OutputError
 PREDICTIONS_FILE = "predictions.jsonl"
 DETAILS_FILE = "details.jsonl"
 RESULTS_FILE = "results.json"
+PROMPTS_FILE = "prompts.jsonl"  # apibank evaluate --prompts-only
 REPORT_FILE = "report.md"
 TRAJECTORIES_FILE = "trajectories.jsonl"
 FINETUNE_FILE = "finetune.json"  # a fine-tuned model's manifest (apibank finetune)

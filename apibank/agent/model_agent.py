@@ -23,11 +23,13 @@ import json
 from typing import Any, Sequence
 
 from apibank.agent.agents import Step, ToolCall
-from apibank.benchmark import AGENT_TOOL_FORMATS, DEFAULT_AGENT_TOOL_FORMAT, LEVEL_SPECS, UNSIZED_MAX_NEW_TOKENS
+from apibank.benchmark import (
+    AGENT_TOOL_FORMATS, DEFAULT_AGENT_TOOL_FORMAT, LEVEL_SPECS, THINKING_BUDGET, UNSIZED_MAX_NEW_TOKENS,
+)
 from apibank.data.episodes import Episode
 from apibank.generate.backends import Backend, Completion, DecodingSettings
 from apibank.generate.conversation import Conversation, call_with_object_arguments, chat_conversation
-from apibank.generate.runner import usage_of
+from apibank.generate.runner import thinking_of, usage_of
 from apibank.generate.stops import TRANSCRIPT_STOPS, cut_at_stop, tools_probe, turn_end_markers
 from apibank.generate.templates import TemplateRefusal
 from apibank.generate.toolcalls import answer_of, read_tool_calls
@@ -99,7 +101,10 @@ class ModelDriver:
         self.native = self._resolve_native(tool_format)
         self.end_tokens: list[str] = []
         stops = self._turn_end_stops() if self.native else TRANSCRIPT_STOPS
-        self.settings = DecodingSettings(max_new_tokens=max_new_tokens, stop=stops)
+        # A model that thinks before it answers gets the reasoning budget on top of each step's.
+        thinking = thinking_of(backend, "tools") if self.native else None
+        self.settings = DecodingSettings(max_new_tokens=max_new_tokens, stop=stops,
+                                         thinking_budget=THINKING_BUDGET if thinking else 0)
 
     def _resolve_native(self, tool_format: str) -> bool:
         if tool_format == "text":

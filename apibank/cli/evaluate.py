@@ -38,6 +38,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     gen.add_argument("--max-new-tokens", type=int, default=None,
                      help="cap on new tokens per sample (default: per level and sample kind, the longest gold "
                      "answer in the model's tokens + 16)")
+    gen.add_argument("--thinking-budget", type=int, default=None, metavar="N",
+                     help="tokens of reasoning added to every answer's budget when the chat template makes the "
+                     "model think first (default: 4096 when it does, 0 otherwise; recorded in results.json)")
+    gen.add_argument("--prompts-only", action="store_true",
+                     help="generate nothing: write every row's prompt, its conversation and the template's "
+                     "adaptations to OUTPUT/prompts.jsonl (the model's tokenizer loads, not its weights), exit 0")
     gen.add_argument("--price-per-mtok", default=None, metavar="IN,OUT",
                      help="price per million prompt tokens and per million generated tokens: adds a cost to usage")
     gen.add_argument("--icl", action="store_true", help="level 3, paper format: the instruction with the worked example")
@@ -133,13 +139,16 @@ def check_arguments(args: argparse.Namespace, fmt: str, output: Path) -> None:
 
     levels = checked_levels(args.levels)
     for name, value, low in (("--limit", args.limit, 1), ("--batch-size", args.batch_size, 1),
-                             ("--max-new-tokens", args.max_new_tokens, 1)):
+                             ("--max-new-tokens", args.max_new_tokens, 1),
+                             ("--thinking-budget", getattr(args, "thinking_budget", None), 0)):
         if value is not None and value < low:
             raise UsageError(f"{name} {value}: must be at least {low}")
     scripted = scripted_model(args.model)
     args.backend, args.backend_choice, args.backend_options = chosen_backend(args, scripted=scripted)
     check_data_dir(args.data_dir, levels)
     check_output(output)
+    if getattr(args, "prompts_only", False) and scripted:
+        raise UsageError(f"--prompts-only renders a model's prompts; --model {args.model} has none")
     if not scripted:
         BACKEND_REGISTRY.get(args.backend).check_options(args.model, args.backend_options, fmt=fmt)
 
@@ -151,6 +160,9 @@ def run(args: argparse.Namespace) -> int:
     fmt = args.fmt or default_format(args.model)
     output = Path(args.output) if args.output else default_output(args.model, fmt)
     check_arguments(args, fmt, output)
+    if args.prompts_only:
+        with hold(output, "evaluate", getattr(args, "command_line", None)):
+            return prompts_only(args, fmt, output)
     repo = push_target(args)
     with hold(output, "evaluate", getattr(args, "command_line", None)):
         kept = 0 if args.overwrite else check_resume(output, fmt=fmt, model=args.model)
@@ -207,6 +219,18 @@ def _run(args: argparse.Namespace, fmt: str, output: Path, repo: str | None, kep
     return 0
 
 
+def prompts_only(args: argparse.Namespace, fmt: str, output: Path) -> int:
+    from apibank.pipeline.classic import write_prompts
+
+    summary = write_prompts(args.model, levels=args.levels, fmt=fmt, backend=args.backend, limit=args.limit,
+                            kinds=args.kinds, output_dir=output, data_dir=args.data_dir, icl=args.icl,
+                            backend_options=args.backend_options)
+    adaptations = ", ".join(a["name"] for a in summary.get("template_adaptations") or []) or "none"
+    print(f"{summary['rows']} prompts ({fmt} format) written to {summary['path']}; every row's prompt shows its "
+          f"whole conversation; template adaptations: {adaptations}; thinking: {summary['thinking'] or 'no'}")
+    return 0
+
+
 def _evaluate(evaluate, args: argparse.Namespace, fmt: str, output: Path) -> dict:
     return evaluate(
         args.model,
@@ -229,6 +253,7 @@ def _evaluate(evaluate, args: argparse.Namespace, fmt: str, output: Path) -> dic
         leaderboard_protocol=args.leaderboard_protocol,
         overwrite=args.overwrite,
         progress=show_progress(args),
+        thinking_budget=args.thinking_budget,
     )
 
 

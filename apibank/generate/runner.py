@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from apibank.benchmark import BUDGET_MARGIN, MODEL_FORMAT, UNSIZED_MAX_NEW_TOKENS
+from apibank.benchmark import BUDGET_MARGIN, MODEL_FORMAT, THINKING_BUDGET, UNSIZED_MAX_NEW_TOKENS
 from apibank.generate.backends import Backend, Completion, DecodingSettings
 from apibank.generate.backends.base import OnCompletion
 from apibank.generate.conversation import Conversation, build_conversation
@@ -49,15 +49,27 @@ def sized_settings(
     *,
     max_new_tokens: int | None = None,
     stop: Sequence[str] | None = None,
+    thinking_budget: int | None = None,
 ) -> DecodingSettings:
     """Decoding settings whose per-kind budgets come from the gold answers of ``rows``, capped by
-    ``max_new_tokens``: the one way evaluate and ``apibank_generate`` size answers."""
+    ``max_new_tokens``: the one way evaluate and ``apibank_generate`` size answers. A model that thinks
+    before answering (:func:`thinking_of`) gets ``thinking_budget`` more tokens per answer (default
+    :data:`~apibank.benchmark.THINKING_BUDGET`; 0 for a model that does not think)."""
     budgets = token_budgets(backend, rows)
     cap = max_new_tokens if max_new_tokens is not None else max((value for _, value in budgets),
                                                                 default=UNSIZED_MAX_NEW_TOKENS)
     if stop is None:
         stop = stops_for(backend, rows, fmt)
-    return DecodingSettings(max_new_tokens=cap, stop=tuple(stop), budgets=budgets)
+    if thinking_budget is None:
+        thinking_budget = THINKING_BUDGET if thinking_of(backend, fmt) else 0
+    return DecodingSettings(max_new_tokens=cap, stop=tuple(stop), budgets=budgets, thinking_budget=thinking_budget)
+
+
+def thinking_of(backend: Backend, fmt: str) -> str | None:
+    """Why ``backend``'s model thinks before answering in format ``fmt`` (its chat template and the options
+    given to it say so), or None: it does not, or the backend cannot tell (an endpoint's template)."""
+    thinking = getattr(backend, "thinking", None)
+    return thinking(fmt) if callable(thinking) else None
 
 
 def dialogue_of(row_id: str) -> str:

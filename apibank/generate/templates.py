@@ -1,12 +1,21 @@
-"""Conversations that any chat template accepts: probe what a template refuses, adapt, and say so.
+"""Conversations that any chat template accepts: probe what a template refuses, adapt, say so, and
+check every row's prompt for what it lost.
 
 Chat templates differ in what they take: many refuse a ``system`` role, raise on two consecutive
 turns of one role ("roles must alternate"), have no ``tool`` role, drop or refuse assistant
-``tool_calls``, or ignore ``tools=``. Some refuse loudly (the template raises), others silently
-(the text never reaches the prompt). :class:`TemplateAdapter` finds out once per template by
-rendering small probe conversations with marker strings, then rewrites every conversation the same
-way before rendering it. A conversation shape the probes did not foresee is tried once as it comes;
-if it still cannot be rendered, :class:`TemplateRefusal` names the row and the template's own rule.
+``tool_calls``, ignore ``tools=``, want call ids of one form (Mistral: nine letters and digits) or
+arguments as JSON text (they print a dict as Python). Some refuse loudly (the template raises),
+others silently (the text never reaches the prompt). :class:`TemplateAdapter` finds out once per
+template by rendering small probe conversations shaped like the real ones (a tool result after an
+assistant tool call; a system turn with a user, an assistant or a tool turn last; ``tools=`` given in
+the ``tools`` format) with marker strings, then rewrites every conversation the same way before
+rendering it.
+
+Every row's prompt is then checked for completeness (:func:`missing_pieces`): the system text, every
+turn, every call's name and argument values, every result and every tool's name must be in it. A
+conversation the probes did not foresee (it raises, or loses a piece) is tried again with each further
+adaptation; if none gives a complete prompt, :class:`TemplateRefusal` names the row and what the
+template refused or dropped. Silent loss is not possible.
 
 The adaptations, in the order they are applied:
 
@@ -14,16 +23,25 @@ The adaptations, in the order they are applied:
   one, are written into the system text;
 * ``calls-as-text``: assistant ``tool_calls`` are refused or vanish: each earlier call becomes
   assistant text, the JSON object ``{"name": ..., "arguments": {...}}``;
+* ``call-ids-alphanumeric``: the template refuses ids such as ``call_3``: each call's id (and its
+  result's ``tool_call_id``) becomes nine letters and digits;
+* ``arguments-as-json-text``: the template needs the arguments as a JSON string (it concatenates
+  them, or prints a dict in Python's notation);
 * ``tool-results-as-user``: there is no ``tool`` role: each result becomes a user turn saying which
   tool returned what;
-* ``system-in-first-user``: there is no ``system`` role: the system text opens the first user turn;
+* ``system-in-first-user``: there is no ``system`` role (or it shows only in some shapes): the system
+  text opens the first user turn;
 * ``merge-consecutive``: roles must alternate: consecutive turns of one role become one turn.
+
+:meth:`TemplateAdapter.thinking` says whether the template makes the model think before it answers
+(a reasoning budget is then added to each answer's, :mod:`apibank.generate.runner`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -34,13 +52,18 @@ RenderFn = Callable[[list[Message], Tools], str]
 ADAPTATIONS: dict[str, str] = {
     "tools-in-prompt": "tool schemas written into the system text (the template ignores tools=)",
     "calls-as-text": "earlier tool calls written as assistant text (the template refuses or drops tool_calls)",
+    "call-ids-alphanumeric": "tool-call ids written as nine letters and digits (the template's id rule)",
+    "arguments-as-json-text": "tool-call arguments passed as JSON text (the template needs a string, or prints "
+                              "a dict in Python's notation)",
     "tool-results-as-user": "tool results sent as user turns naming the tool (the template has no tool role)",
-    "system-in-first-user": "system text folded into the first user turn (the template has no system role)",
+    "system-in-first-user": "system text folded into the first user turn (the template has no system role, or "
+                            "shows it only in some conversations)",
     "merge-consecutive": "consecutive turns of one role merged (the template needs alternating roles)",
 }
 ORDER = tuple(ADAPTATIONS)
-# When a refusal comes without a probe to explain it, the least intrusive rewrites are tried first.
-ESCALATION = ("system-in-first-user", "merge-consecutive", "tool-results-as-user", "calls-as-text", "tools-in-prompt")
+# When a row raises or loses a piece with the probed adaptations, the least intrusive rewrites are tried first.
+ESCALATION = ("system-in-first-user", "merge-consecutive", "call-ids-alphanumeric", "arguments-as-json-text",
+              "tool-results-as-user", "calls-as-text", "tools-in-prompt")
 
 CALL_INSTRUCTION = (
     'To call a tool, reply with only a JSON object: {"name": "<tool name>", "arguments": {"<parameter>": <value>}}.'
@@ -73,6 +96,11 @@ def _tools_in_prompt(messages: list[Message], tools: Tools) -> tuple[list[Messag
 
 
 def call_as_text(name: str, arguments: Any) -> str:
+    if isinstance(arguments, str):  # already JSON text
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            pass
     return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
 
 
@@ -83,6 +111,43 @@ def _calls_as_text(messages: list[Message], tools: Tools) -> tuple[list[Message]
             parts = [message["content"]] if message.get("content") else []
             parts += [call_as_text(c["function"]["name"], c["function"]["arguments"]) for c in message["tool_calls"]]
             message = {"role": "assistant", "content": "\n".join(parts)}
+        out.append(message)
+    return out, tools
+
+
+def alphanumeric_id(position: int) -> str:
+    """The id of a conversation's ``position``-th call in the form Mistral's templates require."""
+    return f"call{position:05d}"
+
+
+def _call_ids_alphanumeric(messages: list[Message], tools: Tools) -> tuple[list[Message], Tools]:
+    ids: dict[str, str] = {}
+    out = []
+    for message in messages:
+        if message.get("tool_calls"):
+            calls = []
+            for call in message["tool_calls"]:
+                new = ids.setdefault(str(call.get("id")), alphanumeric_id(len(ids)))
+                calls.append({**call, "id": new})
+            message = {**message, "tool_calls": calls}
+        elif message["role"] == "tool" and message.get("tool_call_id") is not None:
+            old = str(message["tool_call_id"])
+            message = {**message, "tool_call_id": ids.setdefault(old, alphanumeric_id(len(ids)))}
+        out.append(message)
+    return out, tools
+
+
+def _arguments_as_json_text(messages: list[Message], tools: Tools) -> tuple[list[Message], Tools]:
+    out = []
+    for message in messages:
+        if message.get("tool_calls"):
+            calls = [
+                {**call, "function": {**call["function"], "arguments": json.dumps(
+                    call["function"]["arguments"], ensure_ascii=False)}}
+                if not isinstance(call["function"].get("arguments"), str) else call
+                for call in message["tool_calls"]
+            ]
+            message = {**message, "tool_calls": calls}
         out.append(message)
     return out, tools
 
@@ -114,7 +179,9 @@ def _merge_consecutive(messages: list[Message], tools: Tools) -> tuple[list[Mess
     out: list[Message] = []
     for message in messages:
         previous = out[-1] if out else None
-        if previous is not None and previous["role"] == message["role"] and message["role"] != "tool":
+        # A turn carrying tool calls stays apart: templates that render calls drop the content beside them.
+        if (previous is not None and previous["role"] == message["role"] and message["role"] != "tool"
+                and not previous.get("tool_calls") and not message.get("tool_calls")):
             merged = dict(previous)
             merged["content"] = "\n".join(part for part in (previous.get("content"), message.get("content")) if part)
             calls = [*(previous.get("tool_calls") or []), *(message.get("tool_calls") or [])]
@@ -129,6 +196,8 @@ def _merge_consecutive(messages: list[Message], tools: Tools) -> tuple[list[Mess
 _REWRITES: dict[str, Callable[[list[Message], Tools], tuple[list[Message], Tools]]] = {
     "tools-in-prompt": _tools_in_prompt,
     "calls-as-text": _calls_as_text,
+    "call-ids-alphanumeric": _call_ids_alphanumeric,
+    "arguments-as-json-text": _arguments_as_json_text,
     "tool-results-as-user": _tool_results_as_user,
     "system-in-first-user": _system_in_first_user,
     "merge-consecutive": _merge_consecutive,
@@ -144,15 +213,75 @@ def adapt(messages: Sequence[Message], tools: Tools, names: Sequence[str]) -> tu
     return current, current_tools
 
 
+# ------------------------------------------------------------------------------- completeness
+def _text_forms(text: str) -> tuple[str, ...]:
+    """How a text may appear in a prompt: as given, trimmed, or escaped inside a JSON string."""
+    stripped = text.strip()
+    return (text, stripped, json.dumps(stripped, ensure_ascii=False)[1:-1], json.dumps(stripped)[1:-1])
+
+
+def _value_forms(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return _text_forms(value)
+    if isinstance(value, bool):
+        return ("true", "True") if value else ("false", "False")
+    if value is None:
+        return ("null", "None", "none")
+    return (json.dumps(value), repr(value), str(value))
+
+
+def _leaves(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [leaf for item in value.values() for leaf in _leaves(item)]
+    if isinstance(value, (list, tuple)):
+        return [leaf for item in value for leaf in _leaves(item)]
+    return [value]
+
+
+def conversation_pieces(messages: Sequence[Message], tools: Tools) -> list[tuple[str, tuple[str, ...]]]:
+    """Each piece of a conversation that its prompt must show, as (what it is, the forms it may take)."""
+    pieces: list[tuple[str, tuple[str, ...]]] = []
+    for index, message in enumerate(messages):
+        role = message["role"]
+        content = message.get("content")
+        if isinstance(content, str) and content.strip():
+            what = "the system text" if role == "system" else (
+                f"the result in message {index}" if role == "tool" else f"the {role} turn at message {index}")
+            pieces.append((what, _text_forms(content)))
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or {}
+            name = str(function.get("name"))
+            pieces.append((f"the name of the call {name} at message {index}", (name,)))
+            arguments = function.get("arguments")
+            if isinstance(arguments, str):
+                try:
+                    arguments = json.loads(arguments)
+                except ValueError:
+                    arguments = {"": arguments}
+            for leaf in _leaves(arguments):
+                pieces.append((f"an argument of the call {name} at message {index} ({leaf!r})"[:200],
+                               _value_forms(leaf)))
+    for tool in tools or []:
+        name = str(tool.get("function", tool).get("name"))
+        pieces.append((f"the tool schema {name}", (name,)))
+    return pieces
+
+
+def missing_pieces(messages: Sequence[Message], tools: Tools, prompt: str) -> list[str]:
+    """What of the conversation its rendered ``prompt`` does not show (empty: nothing is lost)."""
+    return [what for what, forms in conversation_pieces(messages, tools) if not any(f in prompt for f in forms)]
+
+
 # ------------------------------------------------------------------------------------ probes
 _USER, _USER2, _SYSTEM = "probe-user-7f3a", "probe-user-2c9e", "probe-system-91d2"
 _ANSWER, _ANSWER2, _RESULT = "probe-assistant-5b0c", "probe-assistant-e44f", "probe-result-0a6d"
 _TOOL, _KEY, _VALUE = "ProbeToolA1", "probe_key", "probe-value-3c8b"
 _SCHEMA_TOOL = "ProbeSchemaToolB2"
+_CALL_ID = "call_0"  # the form of the conversations' own ids (apibank.generate.conversation)
 
 
 def _probe_call() -> dict[str, Any]:
-    return {"id": "call_0", "type": "function", "function": {"name": _TOOL, "arguments": {_KEY: _VALUE}}}
+    return {"id": _CALL_ID, "type": "function", "function": {"name": _TOOL, "arguments": {_KEY: _VALUE}}}
 
 
 def _schema() -> dict[str, Any]:
@@ -167,30 +296,64 @@ def _schema() -> dict[str, Any]:
     }
 
 
-# name -> (messages, tools, strings that must reach the prompt); each probe isolates one feature
-_PROBES: dict[str, tuple[list[Message], Tools, tuple[str, ...]]] = {
-    "system-in-first-user": (
-        [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": _USER}], None, (_SYSTEM, _USER)),
-    "merge-consecutive": (
-        [{"role": "user", "content": _USER}, {"role": "assistant", "content": _ANSWER},
-         {"role": "assistant", "content": _ANSWER2}, {"role": "user", "content": _USER2}],
-        None, (_ANSWER, _ANSWER2, _USER2)),
-    "tool-results-as-user": (
-        [{"role": "user", "content": _USER}, {"role": "assistant", "content": _ANSWER},
-         {"role": "tool", "tool_call_id": "call_0", "name": _TOOL, "content": _RESULT}],
-        None, (_RESULT,)),
-    "calls-as-text": (
-        [{"role": "user", "content": _USER}, {"role": "assistant", "content": "", "tool_calls": [_probe_call()]},
-         {"role": "tool", "tool_call_id": "call_0", "name": _TOOL, "content": _RESULT}],
-        None, (_TOOL, _VALUE, _RESULT)),
-    "tools-in-prompt": ([{"role": "user", "content": _USER}], [_schema()], (_SCHEMA_TOOL,)),
+@dataclass(frozen=True)
+class _Probe:
+    messages: tuple[Message, ...]
+    must_show: tuple[str, ...]
+    # the adaptation sets to try, least intrusive first; the first that renders every marker is kept
+    candidates: tuple[tuple[str, ...], ...]
+    must_not_show: tuple[str, ...] = ()
+
+
+_SYS = {"role": "system", "content": _SYSTEM}
+_U = {"role": "user", "content": _USER}
+_A = {"role": "assistant", "content": _ANSWER}
+_CALL = {"role": "assistant", "content": "", "tool_calls": [_probe_call()]}
+_RES = {"role": "tool", "tool_call_id": _CALL_ID, "name": _TOOL, "content": _RESULT}
+_CALL_MARKERS = (_TOOL, _VALUE, _RESULT)
+_PYTHON_ARGUMENTS = repr({_KEY: _VALUE})  # a dict printed by Jinja as Python: "{'probe_key': ...}"
+_SYSTEM_FIX = ((), ("system-in-first-user",))
+
+_PROBES: dict[str, _Probe] = {
+    "tools": _Probe((_U,), (_USER, _SCHEMA_TOOL), ((), ("tools-in-prompt",))),
+    # A tool call and its result, the way the rows have them: the call's own adaptations first.
+    "calls": _Probe(
+        (_U, _CALL, _RES), _CALL_MARKERS,
+        ((), ("call-ids-alphanumeric",), ("arguments-as-json-text",),
+         ("call-ids-alphanumeric", "arguments-as-json-text"),
+         ("tool-results-as-user",), ("call-ids-alphanumeric", "tool-results-as-user"),
+         ("arguments-as-json-text", "tool-results-as-user"),
+         ("call-ids-alphanumeric", "arguments-as-json-text", "tool-results-as-user"),
+         ("calls-as-text",), ("calls-as-text", "tool-results-as-user")),
+        must_not_show=(_PYTHON_ARGUMENTS,)),
+    # The chat format's results answer no structured call: the request is assistant text.
+    "results": _Probe((_U, _A, _RES), (_ANSWER, _RESULT),
+                      ((), ("tool-results-as-user",))),
+    "system-user-last": _Probe((_SYS, _U), (_SYSTEM, _USER), _SYSTEM_FIX),
+    "system-assistant-last": _Probe((_SYS, _U, _A), (_SYSTEM, _USER, _ANSWER), _SYSTEM_FIX),
+    "system-tool-last": _Probe((_SYS, _U, _CALL, _RES), (_SYSTEM, *_CALL_MARKERS), _SYSTEM_FIX),
+    "system-result-last": _Probe((_SYS, _U, _A, _RES), (_SYSTEM, _ANSWER, _RESULT), _SYSTEM_FIX),
+    "alternation": _Probe(
+        (_U, _A, {"role": "assistant", "content": _ANSWER2}, {"role": "user", "content": _USER2}),
+        (_ANSWER, _ANSWER2, _USER2), ((), ("merge-consecutive",))),
 }
-# The probes each format needs: the paper and chat formats never send tool_calls or tools=.
+# The probes of each format, in order (each after the adaptations decided before it): the paper format
+# sends one user turn; the chat format never sends tool_calls or tools=.
 _FORMAT_PROBES = {
     "paper": (),
-    "chat": ("system-in-first-user", "merge-consecutive", "tool-results-as-user"),
-    "tools": ("system-in-first-user", "merge-consecutive", "tool-results-as-user", "calls-as-text", "tools-in-prompt"),
+    "chat": ("results", "system-user-last", "system-assistant-last", "system-result-last", "alternation"),
+    "tools": ("system-user-last", "tools", "calls", "system-assistant-last", "system-tool-last", "alternation"),
 }
+
+
+def candidate_sets(base: Sequence[str]) -> list[tuple[str, ...]]:
+    """The adaptation sets to try for a conversation that ``base`` does not render whole, least intrusive
+    first: ``base``, then ``base`` with one more adaptation, then with the further ones added one by one."""
+    base = tuple(base)
+    extras = [name for name in ESCALATION if name not in base]
+    single = [(*base, extra) for extra in extras]
+    cumulative = [(*base, *extras[:count]) for count in range(2, len(extras) + 1)]
+    return [base, *single, *cumulative]
 
 
 def _error_text(error: BaseException) -> str:
@@ -204,6 +367,11 @@ def shape_of(messages: Sequence[Message], tools: Tools) -> tuple:
     return (tuple((m["role"], bool(m.get("tool_calls"))) for m in messages), bool(tools))
 
 
+# What says that a generation prompt leaves the model thinking first, or that it closed an empty thought.
+_OPEN_THINKING = ("<think>", "<seed:think>", "<|channel>thought")
+_CLOSED_THINKING = ("</think>", "</seed:think>", "<channel|>")
+
+
 class TemplateAdapter:
     """Renders conversations through ``render_fn`` (a chat template), adapted to what it accepts.
 
@@ -212,75 +380,137 @@ class TemplateAdapter:
 
     def __init__(self, render_fn: RenderFn, template_text: str | None = None) -> None:
         self._render_fn = render_fn
+        self.template_text = template_text
         self.template_sha256 = hashlib.sha256(template_text.encode()).hexdigest() if template_text else None
         self._probed: set[str] = set()
         self._decided: dict[str, Adaptation] = {}
         self._by_shape: dict[tuple, tuple[str, ...]] = {}
+        self.last_names: tuple[str, ...] = ()  # the adaptations of the conversation rendered last
+        self._escalated: set[str] = set()  # adaptations first needed by a row, not by a probe
 
     # -- probing
-    def _try(self, messages: list[Message], tools: Tools, must_show: Sequence[str]) -> str | None:
+    def _try(self, messages: list[Message], tools: Tools, must_show: Sequence[str],
+             must_not_show: Sequence[str] = ()) -> str | None:
         """None if the template renders ``messages`` with every ``must_show`` string, else why not."""
         try:
             text = self._render_fn(messages, tools)
         except Exception as error:  # a template's raise_exception, or any error inside its code
             return f"the template raises: {_error_text(error)}"
-        missing = [marker for marker in must_show if marker not in text]
-        if missing:
+        if any(marker not in text for marker in must_show):
             return "the template drops it silently (probe text missing from the prompt)"
+        if any(marker in text for marker in must_not_show):
+            return "the template prints the arguments in Python's notation"
         return None
 
     def probe(self, fmt: str) -> None:
         """Decide, once per template and format, which adaptations the format's conversations need."""
         if fmt in self._probed:
             return
-        if "baseline" not in self._probed:
-            why = self._try([{"role": "user", "content": _USER}], None, (_USER,))
+        tools = [_schema()] if fmt == "tools" else None  # a template may refuse tools=None (Hermes tool_use)
+        baseline = f"baseline-{fmt}"
+        if baseline not in self._probed:
+            for attempt in ((), ("tools-in-prompt",)) if tools else ((),):
+                messages, adapted_tools = adapt([_U], tools, attempt)
+                why = self._try(messages, adapted_tools, (_USER,))
+                if why is None:
+                    break
             if why is not None:
                 raise TemplateRefusal(f"the chat template cannot render a single user message: {why}")
-            self._probed.add("baseline")
+            self._probed.add(baseline)
         for name in _FORMAT_PROBES[fmt]:
-            if name in self._decided:
-                continue
-            messages, tools, must_show = _PROBES[name]
-            current = tuple(self._decided)
-            adapted, adapted_tools = adapt(messages, tools, current)
-            why = self._try(adapted, adapted_tools, must_show)
-            if why is not None:
-                self._decided[name] = Adaptation(name, why)
+            probe = _PROBES[name]
+            decided = tuple(self._decided)
+            first_why = None
+            for candidate in probe.candidates:
+                if all(adaptation in decided for adaptation in candidate) and candidate:
+                    continue  # already tried as the decided set
+                messages, adapted_tools = adapt(probe.messages, tools, (*decided, *candidate))
+                why = self._try(messages, adapted_tools, probe.must_show, probe.must_not_show)
+                first_why = first_why or why
+                if why is None:
+                    for adaptation in candidate:
+                        self._decided.setdefault(adaptation, Adaptation(adaptation, first_why or ""))
+                    break
+            # No candidate renders this probe: rows of its shape are adapted (or refused) as they come.
         self._probed.add(fmt)
+
+    def thinking(self) -> str | None:
+        """Why a model given this template thinks before it answers, or None when it does not: the
+        generation prompt opens a thinking block, switches thinking on (``<|think|>``, ``/think``), or the
+        template has a thinking mode that the prompt leaves on (Qwen3's ``enable_thinking``, GPT-OSS's
+        analysis channel); a prompt that closes an empty thinking block turns it off."""
+        try:
+            prompt = self._render_fn([dict(_U)], None)
+        except Exception:
+            return None
+        tail = prompt.rstrip()
+        text = self.template_text or ""
+        if tail.endswith(_CLOSED_THINKING):
+            return None
+        if tail.endswith(_OPEN_THINKING):
+            return "the generation prompt opens a thinking block"
+        if "<|think|>" in prompt or re.search(r"(?<!no_)/think\b", prompt.replace(_USER, "")):
+            return "the prompt switches thinking on"
+        if "<|channel|>" in text:
+            return "harmony format: the model writes its analysis channel before the answer"
+        if "<think>" in text and "enable_thinking" in text:
+            return "the template thinks unless enable_thinking is false"
+        return None
+
+    def _probed_names(self) -> tuple[str, ...]:
+        """The adaptations the probes decided (those a row's shape needed on top apply to that shape only)."""
+        return tuple(name for name in self._decided if name not in self._escalated)
+
+    def _whole(self, messages: Sequence[Message], tools: Tools, names: Sequence[str]) -> tuple[str | None, str]:
+        """``(prompt, "")`` when the conversation adapted by ``names`` renders whole, else ``(None, why not)``."""
+        adapted, adapted_tools = adapt(messages, tools, names)
+        try:
+            text = self._render_fn(adapted, adapted_tools)
+        except Exception as error:
+            return None, f"the template raises: {_error_text(error)}"
+        lost = missing_pieces(messages, tools, text)
+        if lost:
+            return None, f"the template drops {'; '.join(lost[:2])}" + (
+                f" (and {len(lost) - 2} more)" if len(lost) > 2 else "")
+        return text, ""
 
     # -- rendering
     def render(self, messages: Sequence[Message], tools: Tools, *, fmt: str, row_id: str) -> str:
+        """The prompt of one conversation, adapted; raises :class:`TemplateRefusal` naming the row and
+        what the template refused or dropped when no adaptation gives a prompt that shows all of it."""
         self.probe(fmt)
         shape = shape_of(messages, tools)
-        names = self._by_shape.get(shape)
-        if names is not None:
+        probed = self._probed_names()
+        known = self._by_shape.get(shape)
+        first_problem: str | None = None
+        seen: list[Any] = []
+        base = known if known is not None else probed
+        for names in candidate_sets(base):
             adapted, adapted_tools = adapt(messages, tools, names)
-            return self._render_fn(adapted, adapted_tools)
-        names = tuple(self._decided)
-        first_error: str | None = None
-        previous = None
-        # The probed adaptations first; if this shape still fails, add the others one by one
-        # (skipping any that leave this conversation unchanged).
-        for extra in (None, *[name for name in ESCALATION if name not in names]):
-            candidate = names if extra is None else (*names, extra)
-            adapted, adapted_tools = adapt(messages, tools, candidate)
-            if (adapted, adapted_tools) == previous:
+            if (adapted, adapted_tools) in seen:
                 continue
-            names, previous = candidate, (adapted, adapted_tools)
-            try:
-                text = self._render_fn(adapted, adapted_tools)
-            except Exception as error:
-                first_error = first_error or _error_text(error)
+            seen.append((adapted, adapted_tools))
+            text, problem = self._whole(messages, tools, names)
+            if text is None:
+                first_problem = first_problem or problem
                 continue
+            # Several added together: keep only those this conversation needs.
+            for name in reversed([name for name in names if name not in base]):
+                fewer = tuple(other for other in names if other != name)
+                if len(names) - len(base) > 1:
+                    shorter, _ = self._whole(messages, tools, fewer)
+                    if shorter is not None:
+                        names, text = fewer, shorter
             for name in names:
                 if name not in self._decided:
-                    self._decided[name] = Adaptation(name, f"row {row_id}: the template raises: {first_error}")
+                    self._decided[name] = Adaptation(name, f"row {row_id}: {first_problem}")
+                    self._escalated.add(name)
             self._by_shape[shape] = names
+            self.last_names = tuple(name for name in ORDER if name in names)
             return text
         raise TemplateRefusal(
-            f"row {row_id}: the chat template refuses this conversation even adapted "
-            f"({', '.join(ORDER)}): {first_error}; supply a template that accepts it with --chat-template FILE"
+            f"row {row_id}: {first_problem}, with every adaptation tried; supply a chat template that renders "
+            "the whole conversation with --chat-template FILE"
         )
 
     @property

@@ -28,6 +28,7 @@ from apibank.files import (
     DETAILS_FILE,
     LEADERBOARD_DIR,
     PREDICTIONS_FILE,
+    PROMPTS_FILE,
     RESULTS_FILE,
     atomic_writer,
     json_line,
@@ -36,7 +37,7 @@ from apibank.files import (
 )
 from apibank.generate.backends import Backend, make_backend
 from apibank.generate.predictions import read_predictions, write_predictions
-from apibank.generate.runner import generate_predictions, sized_settings
+from apibank.generate.runner import generate_predictions, sized_settings, thinking_of
 from apibank.benchmark import DEFAULT_PROTOCOL, MODEL_FORMAT, PROTOCOLS
 from apibank.pipeline.results import build_results, parse_price, recorded, usage_totals
 from apibank.pipeline.rows import level_of, limit_rows, load_rows
@@ -130,6 +131,7 @@ def evaluate(
     overwrite: bool = False,
     progress: bool = True,
     rows: Sequence[Mapping[str, Any]] | None = None,
+    thinking_budget: int | None = None,
 ) -> dict[str, Any]:
     """Generate predictions for ``model`` (a Hub id, a local folder or ``.gguf`` file, an endpoint model name
     or ``oracle``), score them and write every output file; returns the results dictionary.
@@ -138,7 +140,9 @@ def evaluate(
     sized from that level's gold answers (all rows of the level, so a ``limit`` subset decodes as the
     full run does). ``kinds`` (``"api"``, ``"response"``) keeps only those rows: a subset, like ``limit``.
     ``price_per_mtok`` (``"IN,OUT"``) adds a cost to the usage totals. ``backend_choice`` (why
-    ``--backend auto`` chose ``backend``) is recorded with the model."""
+    ``--backend auto`` chose ``backend``) is recorded with the model. A model whose chat template makes it
+    think first gets ``thinking_budget`` more tokens per answer (None: :func:`~apibank.generate.runner.sized_settings`'s
+    default); the budget and why are recorded under ``thinking``."""
     import time
 
     price = parse_price(price_per_mtok) if isinstance(price_per_mtok, str) else price_per_mtok
@@ -151,7 +155,10 @@ def evaluate(
     if overwrite and predictions_path.exists():
         predictions_path.unlink()
     try:
-        settings = sized_settings(engine, level_rows, fmt, max_new_tokens=max_new_tokens, stop=stop)
+        settings = sized_settings(engine, level_rows, fmt, max_new_tokens=max_new_tokens, stop=stop,
+                                  thinking_budget=thinking_budget)
+        thinking = {"budget": settings.thinking_budget, "why": thinking_of(engine, fmt),
+                    "given": thinking_budget is not None}
         # the predictions a resume keeps (a torn last line is dropped): their time is reported apart
         kept = {record["id"] for record in read_predictions(predictions_path, allow_torn_tail=True)}
         started = time.perf_counter()
@@ -176,9 +183,50 @@ def evaluate(
     )
     if template is not None:  # the chat template used and each adaptation it needed
         results["chat_template"] = template
+    results["thinking"] = thinking
     write_outputs(results, scores.get("details", []), rows, output_dir, dataset_id=dataset_id,
                   leaderboard_protocol=leaderboard_protocol, dataset_revision=dataset_revision)
     return results
+
+
+def write_prompts(
+    model: str,
+    *,
+    levels: Iterable[str | int] | None = None,
+    fmt: str = MODEL_FORMAT,
+    backend: str = "transformers",
+    limit: int | None = None,
+    kinds: Sequence[str] | None = None,
+    output_dir: str | os.PathLike[str] = "apibank-results",
+    data_dir: str | os.PathLike[str] | None = None,
+    icl: bool = False,
+    backend_options: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """``apibank evaluate --prompts-only``: every row's prompt, as the backend would send it, written to
+    ``output_dir/prompts.jsonl`` without generating (and, where the backend renders with a tokenizer,
+    without loading the model's weights). One object per row: ``id``, ``prompt`` (the exact text, or for
+    an endpoint the messages and tools of the request), ``messages`` (the conversation before rendering),
+    ``tools``, ``adaptations`` (the names of the rewrites its template needed). A row that the template
+    refuses or renders with a piece missing raises :class:`~apibank.generate.templates.TemplateRefusal`.
+    Returns a summary: the file, the row count, the template's adaptations and thinking."""
+    from apibank.generate.backends import BACKEND_REGISTRY
+    from apibank.generate.conversation import build_conversation
+
+    rows = limit_rows(load_rows(levels, data_dir), limit, kinds)
+    renderer = BACKEND_REGISTRY.get(backend).prompt_renderer(model, **dict(backend_options or {}))
+    path = Path(output_dir) / PROMPTS_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_writer(path) as handle:
+        for row in rows:
+            conversation = build_conversation(row, fmt, icl=icl)
+            prompt: Any = renderer.render(conversation)
+            if getattr(renderer, "renders_requests", False):  # an endpoint's request: its messages and tools
+                prompt = json.loads(prompt)
+            record = {"id": row["id"], "prompt": prompt, "messages": conversation.messages,
+                      "tools": conversation.tools, "adaptations": list(getattr(renderer, "last_adaptations", ()))}
+            handle.write(json_line(json_safe(record)) + "\n")
+    template = renderer.template_info() if hasattr(renderer, "template_info") else {}
+    return {"path": str(path), "rows": len(rows), "format": fmt, **template, "thinking": thinking_of(renderer, fmt)}
 
 
 def score_file(

@@ -29,7 +29,8 @@ from support.paths import TEMPLATES_DIR as TEMPLATES
 
 EXPECTED = {
     ("strict_alternation", "chat"): ["tool-results-as-user", "system-in-first-user", "merge-consecutive"],
-    ("strict_alternation", "tools"): ORDER,
+    ("strict_alternation", "tools"): ["tools-in-prompt", "calls-as-text", "tool-results-as-user",
+                                      "system-in-first-user", "merge-consecutive"],
     ("silent_drops", "chat"): ["tool-results-as-user", "system-in-first-user"],
     ("silent_drops", "tools"): ["tools-in-prompt", "calls-as-text", "tool-results-as-user", "system-in-first-user"],
     ("no_tool_calls", "chat"): [],

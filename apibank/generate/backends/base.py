@@ -20,17 +20,21 @@ class DecodingSettings:
     one on is dropped); ``max_new_tokens`` caps every answer, and ``budgets`` (``(("level-1/api", 120),
     ...)``) sizes the answers of each level and sample kind below that cap. With a ``temperature``, each
     answer is sampled with its own random generator seeded by ``seed``, so that a row's answer does not
-    depend on the rows batched with it."""
+    depend on the rows batched with it. ``thinking_budget`` tokens are added to every answer's budget
+    (cap included) for a model that reasons before it answers."""
 
     max_new_tokens: int = UNSIZED_MAX_NEW_TOKENS
     stop: tuple[str, ...] = ()
     budgets: tuple[tuple[str, int], ...] = ()
     temperature: float = 0.0
     seed: int | None = None
+    thinking_budget: int = 0
 
     def __post_init__(self) -> None:
         if not self.temperature >= 0:  # NaN included
             raise ValueError(f"temperature must be 0 (greedy) or positive, got {self.temperature!r}")
+        if self.thinking_budget < 0:
+            raise ValueError(f"thinking_budget must be 0 or more, got {self.thinking_budget!r}")
 
     @property
     def sampling(self) -> bool:
@@ -41,7 +45,8 @@ class DecodingSettings:
         """The settings that ``as_dict`` wrote (a predictions file's ``decoding``)."""
         return cls(max_new_tokens=int(settings["max_new_tokens"]), stop=tuple(settings.get("stop") or ()),
                    budgets=tuple(sorted((settings.get("max_new_tokens_by_kind") or {}).items())),
-                   temperature=float(settings.get("temperature") or 0.0), seed=settings.get("seed"))
+                   temperature=float(settings.get("temperature") or 0.0), seed=settings.get("seed"),
+                   thinking_budget=int(settings.get("thinking_budget") or 0))
 
     @staticmethod
     def budget_key(level: int | str, kind: str) -> str:
@@ -49,7 +54,8 @@ class DecodingSettings:
         return f"level-{level}/{kind}" if str(level).isdigit() else f"{level}/{kind}"
 
     def max_tokens_for(self, level: int | str, kind: str) -> int:
-        return min(self.max_new_tokens, dict(self.budgets).get(self.budget_key(level, kind), self.max_new_tokens))
+        answer = min(self.max_new_tokens, dict(self.budgets).get(self.budget_key(level, kind), self.max_new_tokens))
+        return answer + self.thinking_budget
 
     def as_dict(self) -> dict[str, Any]:
         settings = {"do_sample": self.sampling, "temperature": float(self.temperature),
@@ -58,6 +64,8 @@ class DecodingSettings:
             settings["seed"] = self.seed
         if self.budgets:
             settings["max_new_tokens_by_kind"] = {key: min(value, self.max_new_tokens) for key, value in self.budgets}
+        if self.thinking_budget:  # absent when 0: decodings recorded before it existed stay comparable
+            settings["thinking_budget"] = self.thinking_budget
         return settings
 
 
@@ -120,6 +128,12 @@ class Backend(ABC):
 
     def info(self) -> dict[str, Any]:
         return {"backend": self.name}
+
+    @classmethod
+    def prompt_renderer(cls, model: str, **options: Any) -> "Backend":
+        """Something that renders this backend's prompts (``render``, ``template_info``) without loading a
+        model where the backend can (``apibank evaluate --prompts-only``); by default the backend itself."""
+        return cls(model, **options)
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
         """Tokens per text in this backend's tokenizer; without one, a generous estimate (2 characters a token)."""

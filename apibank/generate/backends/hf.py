@@ -8,7 +8,8 @@ from apibank.benchmark import TEMPLATE_MODES
 from apibank.errors import require_extra
 from apibank.generate.backends.base import Backend, Completion, tokenizer_token_counts
 from apibank.generate.backends.model_checks import check_hf_model, read_chat_template
-from apibank.generate.backends.options import CHAT_TEMPLATE, DTYPE, REVISION, TOOL_PARSER, TRUST_REMOTE_CODE, Option
+from apibank.generate.backends.options import (CHAT_TEMPLATE, CHAT_TEMPLATE_KWARGS, DTYPE, REVISION, TOOL_PARSER,
+                                                TRUST_REMOTE_CODE, Option)
 from apibank.generate.conversation import Conversation
 from apibank.generate.stops import StopWatch
 from apibank.generate.templates import TemplateAdapter, TemplateRefusal
@@ -29,6 +30,7 @@ class _HFRendering:
 
     tokenizer: Any
     chat_template: str  # "auto", "on", "off" or a template file
+    chat_template_kwargs: dict[str, Any] | None = None  # passed to the template (enable_thinking, ...)
     tool_parser: str | None = None  # a reader's name (--tool-parser); None: chosen from the template
 
     def parser_choice(self) -> ParserChoice:
@@ -53,9 +55,11 @@ class _HFRendering:
                 self.tokenizer.chat_template = read_chat_template(template_file)
             text = getattr(self.tokenizer, "chat_template", None)
 
+            extra = dict(self.chat_template_kwargs or {})
+
             def render_fn(messages, tools):
                 return self.tokenizer.apply_chat_template(
-                    messages, tools=tools, add_generation_prompt=True, tokenize=False
+                    messages, tools=tools, add_generation_prompt=True, tokenize=False, **extra
                 )
 
             adapter = TemplateAdapter(render_fn, text if isinstance(text, str) else None)
@@ -80,22 +84,45 @@ class _HFRendering:
             )
         return True
 
+    @property
+    def last_adaptations(self) -> list[str]:
+        """The adaptations of the conversation rendered last (``--prompts-only`` records them per row)."""
+        return list(self._last_adaptations)
+
+    _last_adaptations: tuple[str, ...] = ()
+
     def render(self, conversation: Conversation) -> str:
+        self._last_adaptations = ()
         if not self._uses_template(conversation):
             return conversation.plain_text or ""
-        return self._adapter().render(
+        text = self._adapter().render(
             conversation.messages, conversation.tools, fmt=conversation.format, row_id=conversation.row_id
         )
+        self._last_adaptations = self._adapter().last_names
+        return text
 
     def template_info(self) -> dict[str, Any]:
-        """The template actually used and every adaptation it needed (for results.json)."""
+        """The template actually used, the options given to it and every adaptation it needed (for results.json)."""
         adapter = getattr(self, "_template_adapter", None)
         return {
             "chat_template_file": self._template_file(),
             "chat_template_sha256": adapter.template_sha256 if adapter else None,
+            "chat_template_kwargs": dict(self.chat_template_kwargs or {}),
             "template_adaptations": adapter.adaptations if adapter else [],
             "tool_parser": self.parser_choice().as_dict(),
         }
+
+    def thinking(self, fmt: str) -> str | None:
+        """Why the model thinks before answering with this template (None: it does not), from the
+        template and its options (:meth:`TemplateAdapter.thinking`)."""
+        if fmt == "paper" and not self._uses_template(Conversation("probe", 0, "api", "paper", [])):
+            return None
+        if not getattr(self.tokenizer, "chat_template", None) and self._template_file() is None:
+            return None
+        return self._adapter().thinking()
+
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        return tokenizer_token_counts(self.tokenizer, texts)
 
     def _add_special_tokens(self, conversation: Conversation) -> bool:
         # A chat template writes BOS itself; a plain paper prompt gets the tokenizer's usual tokens.
@@ -114,6 +141,29 @@ class _HFRendering:
                 if calls:
                     return calls
         return self.parser_choice().read(raw, conversation.tools)
+
+
+class TokenizerRendering(_HFRendering):
+    """The prompts of a backend that holds a HF tokenizer, from the tokenizer alone (no weights load)."""
+
+    def __init__(self, model: str, *, revision: str | None = None, trust_remote_code: bool = False,
+                 chat_template: str = "auto", chat_template_kwargs: dict[str, Any] | None = None,
+                 **_engine_options: Any) -> None:
+        from apibank.generate.backends.loading import load_tokenizer, resolve_model
+
+        self.source = resolve_model(model)
+        self.tokenizer = load_tokenizer(self.source, revision=revision, trust_remote_code=trust_remote_code)
+        self.chat_template = chat_template
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
+
+    @classmethod
+    def around(cls, tokenizer: Any, *, chat_template: str = "auto",
+               chat_template_kwargs: dict[str, Any] | None = None) -> "TokenizerRendering":
+        """A renderer around a tokenizer already loaded (its ``chat_template`` is replaced by a FILE given)."""
+        renderer = cls.__new__(cls)
+        renderer.tokenizer, renderer.chat_template = tokenizer, chat_template
+        renderer.chat_template_kwargs = dict(chat_template_kwargs or {})
+        return renderer
 
 
 def _torch_dtype(dtype: str):
@@ -167,7 +217,7 @@ class TransformersBackend(_HFRendering, Backend):
         REVISION, DTYPE,
         Option("device", "device, e.g. cpu, cuda:1 (default: cuda if available)"),
         Option("device_map", "e.g. 'auto' to spread a model over GPUs"),
-        TRUST_REMOTE_CODE, CHAT_TEMPLATE, TOOL_PARSER,
+        TRUST_REMOTE_CODE, CHAT_TEMPLATE, CHAT_TEMPLATE_KWARGS, TOOL_PARSER,
         Option("compile", "on a CUDA GPU: static KV cache and CUDA graphs (torch.compile), greedy only; "
                "compile time is reported apart in usage", kind="switch", default=False),
         Option("threads", "on a CPU: a fixed torch thread count (default: set before each batch to the cores "
@@ -196,6 +246,7 @@ class TransformersBackend(_HFRendering, Backend):
         trust_remote_code: bool = False,
         chat_template: str = "auto",
         tool_parser: str | None = None,
+        chat_template_kwargs: dict[str, Any] | None = None,
         model_kwargs: dict[str, Any] | None = None,
         threads: int | None = None,
         reuse_prefix: bool = True,
@@ -216,6 +267,7 @@ class TransformersBackend(_HFRendering, Backend):
         self.revision = revision
         self.chat_template = chat_template
         self.tool_parser = tool_parser
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
         kwargs = dict(model_kwargs or {})
         kwargs["dtype"] = _torch_dtype(dtype)
         if device_map is not None:
@@ -250,6 +302,10 @@ class TransformersBackend(_HFRendering, Backend):
 
             self.decoder = ContinuousDecoder(self.model, eos_ids=self.eos_ids)
 
+    @classmethod
+    def prompt_renderer(cls, model: str, **options: Any) -> TokenizerRendering:
+        return TokenizerRendering(model, **options)
+
     def info(self) -> dict[str, Any]:
         import torch
 
@@ -265,6 +321,7 @@ class TransformersBackend(_HFRendering, Backend):
             "device": str(self.model.device),
             "chat_template": self.chat_template,
             "chat_template_sha256": template_sha256(self.tokenizer),
+            **({"chat_template_kwargs": self.chat_template_kwargs} if self.chat_template_kwargs else {}),
             "decoder": type(self.decoder).__name__,
             **({"linear_products": self.decoder.linear_products, "packed_prefill": self.decoder.packs_prompts}
                if hasattr(self.decoder, "linear_products") else {}),
@@ -272,9 +329,6 @@ class TransformersBackend(_HFRendering, Backend):
             **(self.cpu_threads.info() if self.model.device.type == "cpu" else {}),
             **({"compile": True, "compile_seconds": round(self.decoder.compile_seconds, 3)} if self.compile else {}),
         }
-
-    def token_counts(self, texts):
-        return tokenizer_token_counts(self.tokenizer, texts)
 
     def end_answers_at(self, tokens: Sequence[str]) -> list[str]:
         """Also end every answer at these tokens (a chat template's end-of-turn marker that the model's EOS

@@ -146,6 +146,16 @@ def load_tokenizer_and_model(
     return tokenizer, model
 
 
+def load_tokenizer(source: ModelSource, *, revision: str | None = None, trust_remote_code: bool = False):
+    """The tokenizer of ``source`` alone, no weights (a GGUF file's from the file, through its cache)."""
+    if source.kind == "gguf":
+        check_gguf_extra()
+        return gguf_tokenizer(source)
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(source.location, revision=revision, trust_remote_code=trust_remote_code)
+
+
 def converted_model_folder(source: ModelSource) -> Path:
     """The conversion cache's folder for a GGUF file, converted now if it is not there yet: for engines
     that load an ordinary model folder only (vLLM)."""

@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 from apibank.errors import UsageError
 from apibank.generate.backends.base import Backend, Completion, DecodingSettings
 from apibank.generate.backends.http import EndpointError, HttpClient
-from apibank.generate.backends.options import TOOL_PARSER, Option, positive_seconds
+from apibank.generate.backends.options import CHAT_TEMPLATE_KWARGS, TOOL_PARSER, Option, positive_seconds
 from apibank.generate.conversation import Conversation
 from apibank.generate.interrupts import HeldInterrupt
 from apibank.generate.templates import ESCALATION, ORDER, Adaptation, adapt, tool_result_text
@@ -30,6 +30,10 @@ def _usage(reply: dict[str, Any]) -> dict[str, int] | None:
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
             out[key] = value
     return out or None
+
+ENDPOINT_ESCALATION = tuple(
+    [name for name in ESCALATION if name not in ("call-ids-alphanumeric", "arguments-as-json-text")]
+    + ["call-ids-alphanumeric", "arguments-as-json-text"])
 
 
 class OpenAIBackend(Backend):
@@ -48,6 +52,7 @@ class OpenAIBackend(Backend):
     """
 
     name = "openai"
+    renders_requests = True  # render() gives the request's JSON (messages and tools), the server templates it
     options = (
         Option("base_url", "API root, e.g. http://127.0.0.1:8000/v1", metavar="URL"),
         Option("api_key_env", "environment variable holding the key", default="OPENAI_API_KEY", metavar="NAME"),
@@ -57,6 +62,7 @@ class OpenAIBackend(Backend):
                default=120.0, flag="--request-timeout", metavar="SECONDS", check=positive_seconds),
         Option("tool_results_as_user", "chat format: send API results as user turns (the hosted OpenAI API "
                "rejects tool messages that answer no tool call)", kind="switch", default=False),
+        CHAT_TEMPLATE_KWARGS,
         TOOL_PARSER,
     )
 
@@ -83,6 +89,7 @@ class OpenAIBackend(Backend):
         extra_body: dict[str, Any] | None = None,
         tool_results_as_user: bool = False,
         tool_parser: str | None = None,
+        chat_template_kwargs: dict[str, Any] | None = None,
         log: Callable[[str], None] | None = None,
     ) -> None:
         self.model_id = model
@@ -101,6 +108,8 @@ class OpenAIBackend(Backend):
         self.concurrency = max(1, concurrency)
         self.seed = seed
         self.extra_body = dict(extra_body or {})
+        # vLLM, SGLang and llama.cpp servers pass this body field to the model's chat template.
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self._lock = threading.Lock()
         self._adaptations: dict[str, Adaptation] = {}
 
@@ -110,7 +119,8 @@ class OpenAIBackend(Backend):
 
     def template_info(self) -> dict[str, Any]:
         adaptations = [self._adaptations[name].as_dict() for name in ORDER if name in self._adaptations]
-        return {"chat_template_file": None, "chat_template_sha256": None, "template_adaptations": adaptations,
+        return {"chat_template_file": None, "chat_template_sha256": None,
+                "chat_template_kwargs": dict(self.chat_template_kwargs), "template_adaptations": adaptations,
                 "tool_parser": self.parser_choice.as_dict()}
 
     # -- the request
@@ -161,8 +171,14 @@ class OpenAIBackend(Backend):
             body["tools"] = tools
         if settings.stop:
             body["stop"] = list(settings.stop)[:4]  # the OpenAI API accepts at most four
+        if self.chat_template_kwargs:
+            body["chat_template_kwargs"] = dict(self.chat_template_kwargs)
         body.update(self.extra_body)
         return body
+
+    @property
+    def last_adaptations(self) -> list[str]:
+        return [name for name in ORDER if name in self._adaptations]
 
     def sent_prompt(self, conversation: Conversation, adaptations: Sequence[str]) -> str:
         """The prompt as recorded: the messages and tools sent with ``adaptations``, as JSON text."""
@@ -178,15 +194,17 @@ class OpenAIBackend(Backend):
 
     def _reply(self, conversation: Conversation, settings: DecodingSettings) -> tuple[dict[str, Any], tuple[str, ...]]:
         """The server's reply, adapting the conversation once per refusal until the server takes it."""
-        names = tuple(self._adaptations)
         first: EndpointError | None = None
+        names = tuple(self._adaptations)
         previous = None
-        for extra in (None, *[name for name in ESCALATION if name not in names]):
-            candidate = names if extra is None else (*names, extra)
-            body = self.request_body(conversation, settings, candidate)
+        # One refused request per adaptation at most: each is added on top of the last (servers refuse
+        # roles, rarely ids or argument forms, so those come last); one that changes nothing is not sent.
+        for extra in (None, *[name for name in ENDPOINT_ESCALATION if name not in names]):
+            names = names if extra is None else (*names, extra)  # kept even when it changes nothing yet
+            body = self.request_body(conversation, settings, names)
             if body["messages"] == previous:
                 continue
-            names, previous = candidate, body["messages"]
+            previous = body["messages"]
             try:
                 reply = self._post(body)
             except EndpointError as error:
@@ -195,6 +213,9 @@ class OpenAIBackend(Backend):
                 first = first or error
                 continue
             if first is not None:
+                # Record only what this request needed: an adaptation whose removal changes nothing is dropped.
+                names = tuple(name for name in names if name in self._adaptations or self.request_body(
+                    conversation, settings, tuple(other for other in names if other != name))["messages"] != previous)
                 with self._lock:
                     for name in names:
                         self._adaptations.setdefault(

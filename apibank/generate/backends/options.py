@@ -79,6 +79,18 @@ def parse_pair(text: str) -> tuple[str, Any]:
         return key, value
 
 
+def json_object(text: str) -> dict[str, Any]:
+    """A JSON object given on the command line (``{"enable_thinking": false}``); ValueError otherwise."""
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise ValueError(f"{text!r} is not JSON ({error}); give an object, "
+                         "e.g. '{\"enable_thinking\": false}'") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{text!r} is JSON but not an object; give an object, e.g. '{{\"enable_thinking\": false}}'")
+    return value
+
+
 def positive_seconds(value: float) -> str | None:
     return None if value > 0 and math.isfinite(value) else "give a positive number of seconds"
 
@@ -94,6 +106,13 @@ CHAT_TEMPLATE = Option(
     "by every format). auto/on/off: whether the paper format goes through the model's own template "
     "(auto: if it has one)",
     default="auto", metavar="auto|on|off|FILE",
+)
+
+CHAT_TEMPLATE_KWARGS = Option(
+    "chat_template_kwargs",
+    "JSON object of options for the chat template, e.g. '{\"enable_thinking\": false}' (passed to "
+    "apply_chat_template; to an endpoint as chat_template_kwargs in each request)",
+    type=json_object, metavar="JSON",
 )
 
 

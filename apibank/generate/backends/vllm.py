@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from apibank.errors import BrokenExtra, UsageError, require_extra
-from apibank.generate.backends.base import Backend, Completion, DecodingSettings, tokenizer_token_counts
+from apibank.generate.backends.base import Backend, Completion, DecodingSettings
 from apibank.generate.backends.choice import import_problem, vllm_import_error
 from apibank.generate.backends.hf import _HFRendering, template_sha256
 from apibank.generate.backends.loading import available_memory
-from apibank.generate.backends.options import (CHAT_TEMPLATE, DTYPE, REVISION, TOOL_PARSER, TRUST_REMOTE_CODE, Option,
-                                                parse_pair)
+from apibank.generate.backends.options import (CHAT_TEMPLATE, CHAT_TEMPLATE_KWARGS, DTYPE, REVISION, TOOL_PARSER,
+                                                TRUST_REMOTE_CODE, Option, parse_pair)
 from apibank.generate.stops import StopWatch
 
 # Engine arguments that the backend sets from its own options: given as --engine-arg they would
@@ -189,7 +189,7 @@ class VLLMBackend(_HFRendering, Backend):
 
     name = "vllm"
     options = (
-        REVISION, DTYPE, TRUST_REMOTE_CODE, CHAT_TEMPLATE, TOOL_PARSER,
+        REVISION, DTYPE, TRUST_REMOTE_CODE, CHAT_TEMPLATE, CHAT_TEMPLATE_KWARGS, TOOL_PARSER,
         Option("engine_args", "any engine argument of vLLM, e.g. --engine-arg tensor_parallel_size=2 "
                "--engine-arg max_model_len=4096 (repeat the flag; values read as JSON where they parse)",
                type=parse_pair, kind="pairs", flag="--engine-arg", metavar="KEY=VALUE"),
@@ -215,6 +215,7 @@ class VLLMBackend(_HFRendering, Backend):
         trust_remote_code: bool = False,
         chat_template: str = "auto",
         tool_parser: str | None = None,
+        chat_template_kwargs: dict[str, Any] | None = None,
         engine_args: dict[str, Any] | None = None,
     ) -> None:
         require_vllm("the vllm backend")
@@ -231,6 +232,8 @@ class VLLMBackend(_HFRendering, Backend):
         self.dtype = dtype
         self.chat_template = chat_template
         self.tool_parser = tool_parser
+        # Prompts are rendered here (vLLM gets token ids): its chat_template_kwargs are ours.
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
         engine_args = dict(engine_args or {})
         check_engine_args(engine_args, engine_argument_names())
         self.engine_env: dict[str, str] = {}
@@ -251,6 +254,12 @@ class VLLMBackend(_HFRendering, Backend):
                            trust_remote_code=trust_remote_code, **self.engine_args)
         self.tokenizer = self.llm.get_tokenizer()
 
+    @classmethod
+    def prompt_renderer(cls, model: str, **options: Any):
+        from apibank.generate.backends.hf import TokenizerRendering
+
+        return TokenizerRendering(model, **options)  # the tokenizer vLLM renders with, no engine
+
     def info(self) -> dict[str, Any]:
         return {
             "backend": self.name,
@@ -262,6 +271,7 @@ class VLLMBackend(_HFRendering, Backend):
             **({"engine_env": self.engine_env} if self.engine_env else {}),
             "chat_template": self.chat_template,
             "chat_template_sha256": template_sha256(self.tokenizer),
+            **({"chat_template_kwargs": self.chat_template_kwargs} if self.chat_template_kwargs else {}),
         }
 
     def close(self) -> None:
@@ -271,9 +281,6 @@ class VLLMBackend(_HFRendering, Backend):
         llm, self.llm = getattr(self, "llm", None), None
         if llm is not None:
             llm.llm_engine.engine_core.shutdown()
-
-    def token_counts(self, texts):
-        return tokenizer_token_counts(self.tokenizer, texts)
 
     def _params(self, budget: int, settings: DecodingSettings):
         from vllm import SamplingParams

