@@ -6,19 +6,14 @@ from __future__ import annotations
 
 import re
 
-from apibank.generate.toolcalls.generic import NAME, ToolCall, matches, object_after
+from apibank.generate.toolcalls.generic import NAME, ToolCall, prefixed_calls
 from apibank.generate.toolcalls.registry import Reader, Schemas
 
 _CALL = re.compile(rf"<｜tool▁sep｜>\s*({NAME})\s*```(?:json)?\s*(?=\{{)")
 
 
 def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
-    calls: list[ToolCall] = []
-    for match in matches(_CALL, text):
-        arguments = object_after(text, match.end())
-        if isinstance(arguments, dict):
-            calls.append((match.group(1), arguments))
-    return calls
+    return prefixed_calls(text, _CALL)
 
 
 READERS = (Reader("deepseek_v3", read, template_markers=(("<｜tool▁sep｜>", "```json"),),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from apibank.generate.toolcalls.generic import NAME, ToolCall, matches, object_after
+from apibank.generate.toolcalls.generic import NAME, ToolCall, prefixed_calls
 from apibank.generate.toolcalls.registry import Reader, Schemas
 
 _CALL = re.compile(rf"<\|tool_call_begin\|>\s*(?:functions\.)?({NAME})(?::\d+)?\s*<\|tool_call_argument_begin\|>\s*"
@@ -13,12 +13,7 @@ _CALL = re.compile(rf"<\|tool_call_begin\|>\s*(?:functions\.)?({NAME})(?::\d+)?\
 
 
 def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
-    calls: list[ToolCall] = []
-    for match in matches(_CALL, text):
-        arguments = object_after(text, match.end())
-        if isinstance(arguments, dict):
-            calls.append((match.group(1), arguments))
-    return calls
+    return prefixed_calls(text, _CALL)
 
 
 READERS = (Reader("kimi_k2", read, template_markers=(("<|tool_calls_section_begin|>",),),

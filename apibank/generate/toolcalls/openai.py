@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from apibank.generate.toolcalls.generic import NAME, ToolCall, matches, object_after
+from apibank.generate.toolcalls.generic import NAME, ToolCall, prefixed_calls
 from apibank.generate.toolcalls.registry import Reader, Schemas
 
 # the header between the recipient and the message: channel, content type, never another message
@@ -19,12 +19,7 @@ _CALL = re.compile(rf"to=functions\.({NAME})(?:(?!<\|message\|>|<\|end\|>|<\|cal
 
 
 def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
-    calls: list[ToolCall] = []
-    for match in matches(_CALL, text):
-        arguments = object_after(text, match.end())
-        if isinstance(arguments, dict):
-            calls.append((match.group(1), arguments))
-    return calls
+    return prefixed_calls(text, _CALL)
 
 
 READERS = (Reader("openai", read, template_markers=(("<|channel|>", "<|call|>"),),
