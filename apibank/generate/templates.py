@@ -238,12 +238,19 @@ def _leaves(value: Any) -> list[Any]:
     return [value]
 
 
+# A model's reasoning in its own earlier turns, which templates drop by design (Qwen3 and DeepSeek-R1's
+# <think>, Gemma 4's thought channel, closed or not): not a piece the prompt must show.
+_REASONING = re.compile(r"<think>.*?(?:</think>|$)|^.*?</think>|<\|channel>.*?(?:<channel\|>|$)", re.S)
+
+
 def conversation_pieces(messages: Sequence[Message], tools: Tools) -> list[tuple[str, tuple[str, ...]]]:
     """Each piece of a conversation that its prompt must show, as (what it is, the forms it may take)."""
     pieces: list[tuple[str, tuple[str, ...]]] = []
     for index, message in enumerate(messages):
         role = message["role"]
         content = message.get("content")
+        if role == "assistant" and isinstance(content, str):
+            content = _REASONING.sub("", content)
         if isinstance(content, str) and content.strip():
             what = "the system text" if role == "system" else (
                 f"the result in message {index}" if role == "tool" else f"the {role} turn at message {index}")

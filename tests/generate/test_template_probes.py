@@ -163,6 +163,17 @@ def test_missing_pieces_names_each_lost_piece():
                     "the result in message 3"]
 
 
+def test_a_models_own_reasoning_in_earlier_turns_may_be_dropped():
+    """Templates strip a model's reasoning from its earlier turns (Gemma 4's thought channel, even unclosed;
+    Qwen3's and DeepSeek-R1's <think>): the rest of the turn must still show."""
+    for content in ("<|channel>thought\nplan <|channel>more", "<think>plan</think>Done.", "plan</think>Done.",
+                    "<|channel>thought\nplan<channel|>Done."):
+        messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": content}]
+        assert missing_pieces(messages, None, "hi Done.") == []
+    lost = missing_pieces([{"role": "assistant", "content": "<think>plan</think>Answer."}], None, "plan")
+    assert lost == ["the assistant turn at message 0"]
+
+
 def test_thinking_follows_the_template_and_its_options(tokenizer):
     assert adapter(tokenizer, "thinking").thinking() == "the template thinks unless enable_thinking is false"
     assert adapter(tokenizer, "hermes_tool_use").thinking() is None
