@@ -59,7 +59,11 @@ def conformance(tokenizer: Any, template: Path, rows: list[dict[str, Any]],
                 kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
     """One template's record: per format, rows rendered, rows refused (with the first refusal), the
     adaptations it needed and whether the model thinks; the seconds it took."""
-    record: dict[str, Any] = {"template": str(template), "chat_template_kwargs": kwargs or {}}
+    from apibank.generate.toolcalls import reader_for_template
+
+    reader = reader_for_template(template.read_text(encoding="utf-8"))
+    record: dict[str, Any] = {"template": str(template), "chat_template_kwargs": kwargs or {},
+                              "parser": reader.name if reader else None}
     for fmt in FORMATS:
         started = time.perf_counter()
         renderer = TokenizerRendering.around(tokenizer, chat_template=str(template), chat_template_kwargs=kwargs)
@@ -112,6 +116,12 @@ def adaptations_cell(entry: dict[str, Any]) -> str:
     return "; ".join(f"{count} rows: {names}" for names, count in sorted(by_set.items(), key=lambda kv: -kv[1]))
 
 
+def parser_cell(record: dict[str, Any]) -> str:
+    """The call reader the template's own markers choose (``--tool-parser`` names it); none: each output
+    is recognised by its own markers."""
+    return f"`{record['parser']}`" if record.get("parser") else "by each output's markers"
+
+
 def markdown_table(records: list[dict[str, Any]]) -> str:
     lines = [
         "| Family | Template source | Parser | Adaptations (`tools`) | Adaptations (`chat`) | Thinking | Verified |",
@@ -125,7 +135,7 @@ def markdown_table(records: list[dict[str, Any]]) -> str:
                              for fmt in ("tools", "chat"))
         shipped = "" if record.get("shipped", True) else " (not shipped)"
         lines.append(
-            f"| {record.get('family', '')}{shipped} | {source_of(record)} | `{record.get('family', '')}` | "
+            f"| {record.get('family', '')}{shipped} | {source_of(record)} | {parser_cell(record)} | "
             f"{adaptations_cell(tools)} | {adaptations_cell(chat)} | "
             f"{tools['thinking'] or 'no'} | {verified} |")
     return "\n".join(lines) + "\n"
