@@ -59,20 +59,27 @@ def _check_version(results: Mapping[str, Any], path: Path) -> str:
     return str(found)
 
 
+def _one_run(path: Path, glob: str, name: re.Pattern[str], missing: str, several: str) -> tuple[Path, list[Path]]:
+    """The one folder under ``path`` holding a harness run's files (``glob`` matched by ``name``), and those
+    files; ``missing`` and ``several`` say what to do when there are none, or several runs' worth."""
+    if not path.is_dir():
+        raise InputFileError(f"{path}: not a folder; {missing}")
+    files = sorted(p for p in path.rglob(glob) if name.match(p.name))
+    folders = sorted({p.parent for p in files})
+    if not folders:
+        raise InputFileError(f"{path}: {missing}")
+    if len(folders) > 1:
+        raise InputFileError(f"{path}: {several} of {len(folders)} runs ({', '.join(str(f) for f in folders[:3])}); "
+                             "give one run's folder")
+    return folders[0], files
+
+
 def _run_folder(path: Path) -> tuple[Path, list[Path]]:
     """The one folder of ``path`` that holds the samples files (lm-eval writes them one folder down,
     per model), and those files."""
-    if not path.is_dir():
-        raise InputFileError(f"{path}: not a folder; give lm-eval's --output_path folder (written with --log_samples)")
-    samples = sorted(p for p in path.rglob("samples_*.jsonl") if SAMPLES_FILE.match(p.name))
-    folders = sorted({p.parent for p in samples})
-    if not folders:
-        raise InputFileError(f"{path}: no lm-eval samples_<task>_<time>.jsonl files; run lm_eval with "
-                             "--log_samples --output_path and give that folder")
-    if len(folders) > 1:
-        raise InputFileError(f"{path}: samples of {len(folders)} runs ({', '.join(str(f) for f in folders[:3])}); "
-                             "give one model's folder")
-    return folders[0], samples
+    return _one_run(path, "samples_*.jsonl", SAMPLES_FILE,
+                    "no lm-eval samples_<task>_<time>.jsonl files; run lm_eval with --log_samples --output_path "
+                    "and give that folder", "samples")
 
 
 def _sample_record(sample: Mapping[str, Any], task: str, model: str, versions: str, path: Path,
@@ -152,20 +159,15 @@ def lighteval_predictions(path: str | Path) -> tuple[list[dict[str, Any]], dict[
     import pyarrow.parquet as pq
 
     path = Path(path)
-    details = sorted(p for p in path.rglob("details_*.parquet") if LIGHTEVAL_DETAILS_FILE.match(p.name))
-    folders = sorted({p.parent for p in details})
-    if not folders:
-        raise InputFileError(f"{path}: no lighteval details_<task>|<shots>_<time>.parquet files; run lighteval with "
-                             "--save-details --output-dir and give that folder")
-    if len(folders) > 1:
-        raise InputFileError(f"{path}: details of {len(folders)} runs ({', '.join(str(f) for f in folders[:3])}); "
-                             "give one run's folder")
+    folder, details = _one_run(path, "details_*.parquet", LIGHTEVAL_DETAILS_FILE,
+                          "no lighteval details_<task>|<shots>_<time>.parquet files; run lighteval with "
+                          "--save-details --output-dir and give that folder", "details")
     tasks = {LIGHTEVAL_DETAILS_FILE.match(p.name)["task"]: p for p in details}
     others = sorted(task for task in tasks if task not in TASK_NAMES)
     if others:
-        raise InputFileError(f"{folders[0]}: details of {', '.join(others)}, not API-Bank tasks "
+        raise InputFileError(f"{folder}: details of {', '.join(others)}, not API-Bank tasks "
                              f"({', '.join(TASK_NAMES)}); give the folder of an apibank run")
-    model = folders[0].parent.name
+    model = folder.parent.name
     records: list[dict[str, Any]] = []
     seen: set[str] = set()
     for task, detail_path in sorted(tasks.items()):
@@ -195,7 +197,7 @@ def lighteval_predictions(path: str | Path) -> tuple[list[dict[str, Any]], dict[
                 "engine": {"backend": f"lighteval:{task}", "harness": "lighteval"},
                 "level": specific.get("level"), "kind": specific.get("kind"),
             })
-    info = {"model": model, "harness": "lighteval", "tasks": sorted(tasks), "source": str(folders[0])}
+    info = {"model": model, "harness": "lighteval", "tasks": sorted(tasks), "source": str(folder)}
     return records, info
 
 
