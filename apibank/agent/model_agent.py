@@ -24,12 +24,12 @@ from typing import Any, Sequence
 
 from apibank.agent.agents import Step, ToolCall
 from apibank.benchmark import (
-    AGENT_TOOL_FORMATS, DEFAULT_AGENT_TOOL_FORMAT, LEVEL_SPECS, THINKING_BUDGET, UNSIZED_MAX_NEW_TOKENS,
+    AGENT_TOOL_FORMATS, DEFAULT_AGENT_TOOL_FORMAT, LEVEL_SPECS, UNSIZED_MAX_NEW_TOKENS,
 )
 from apibank.data.episodes import Episode
 from apibank.generate.backends import Backend, Completion, DecodingSettings
 from apibank.generate.conversation import Conversation, call_with_object_arguments, chat_conversation
-from apibank.generate.runner import thinking_of, usage_of
+from apibank.generate.runner import thinking_of, thinking_plan, usage_of
 from apibank.generate.stops import TRANSCRIPT_STOPS, cut_at_stop, tools_probe, turn_end_markers
 from apibank.generate.templates import TemplateRefusal
 from apibank.generate.toolcalls import answer_of, read_tool_calls
@@ -93,7 +93,8 @@ class ModelDriver:
     """One backend serving every episode of a run; :meth:`act_many` steps many episodes in one call."""
 
     def __init__(self, backend: Backend, *, tool_format: str = DEFAULT_AGENT_TOOL_FORMAT,
-                 max_new_tokens: int = UNSIZED_MAX_NEW_TOKENS, label: str | None = None) -> None:
+                 max_new_tokens: int = UNSIZED_MAX_NEW_TOKENS, thinking_budget: int | None = None,
+                 label: str | None = None) -> None:
         if tool_format not in AGENT_TOOL_FORMATS:
             raise AgentSetupError(f"--tool-format {tool_format!r}: expected one of {', '.join(AGENT_TOOL_FORMATS)}")
         self.backend = backend
@@ -102,9 +103,9 @@ class ModelDriver:
         self.end_tokens: list[str] = []
         stops = self._turn_end_stops() if self.native else TRANSCRIPT_STOPS
         # A model that thinks before it answers gets the reasoning budget on top of each step's.
-        thinking = thinking_of(backend, "tools") if self.native else None
+        self.thinking = thinking_plan(thinking_of(backend, "tools") if self.native else None, thinking_budget)
         self.settings = DecodingSettings(max_new_tokens=max_new_tokens, stop=stops,
-                                         thinking_budget=THINKING_BUDGET if thinking else 0)
+                                         thinking_budget=self.thinking["budget"])
 
     def _resolve_native(self, tool_format: str) -> bool:
         if tool_format == "text":

@@ -14,7 +14,8 @@ from apibank.benchmark import (
 from apibank.cli.backend_flags import add_backend_flags, chosen_backend
 from apibank.cli.evaluate import hub_id, saved_lines
 from apibank.cli.flags import (
-    add_levels, add_output, add_overwrite, add_quiet, checked_levels, progress_bar, show_progress,
+    add_levels, add_output, add_overwrite, add_quiet, add_thinking_budget, check_thinking_budget, checked_levels,
+    progress_bar, show_progress,
 )
 from apibank.errors import UsageError
 from apibank.files import TRAJECTORIES_FILE
@@ -53,6 +54,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     gen.add_argument("--max-new-tokens", type=int, default=UNSIZED_MAX_NEW_TOKENS,
                      help=f"cap on new tokens per model step (default {UNSIZED_MAX_NEW_TOKENS}: a step has no gold "
                           "answer to size a budget from)")
+    add_thinking_budget(gen)
     gen.add_argument("--price-per-mtok", default=None, metavar="IN,OUT",
                      help="price per million prompt tokens and per million generated tokens: adds a cost to usage")
     add_backend_flags(gen, backend_help="auto (default): vllm where it is installed and supports the model, "
@@ -77,6 +79,7 @@ def check_arguments(args: argparse.Namespace) -> tuple[list[str], Any]:
                              ("--max-steps", args.max_steps, 1)):
         if value is not None and value < low:
             raise UsageError(f"{name} {value}: must be at least {low}")
+    check_thinking_budget(args)
     if args.time_limit is not None and not 0 < args.time_limit < float("inf"):
         raise UsageError(f"--time-limit {args.time_limit}: give a positive number of seconds")
     scripted = args.model in SCRIPTED_AGENTS
@@ -127,6 +130,7 @@ def _run(args: argparse.Namespace, levels: list[str], price: Any, repo: str | No
         results = run_agentic(
             args.model, levels, setting=args.setting, backend=args.backend, backend_options=args.backend_options,
             backend_choice=args.backend_choice, tool_format=args.tool_format, max_new_tokens=args.max_new_tokens,
+            thinking_budget=args.thinking_budget,
             data_dir=args.data_dir, output=output, previous=previous, overwrite=args.overwrite, trials=args.trials,
             limit=args.limit, max_steps=args.max_steps, time_limit=args.time_limit, batch_size=args.batch_size,
             price=price, dataset_id=args.dataset_id,

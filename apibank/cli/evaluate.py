@@ -13,7 +13,10 @@ from pathlib import Path
 from apibank.benchmark import DEFAULT_FORMAT, DEFAULT_PROTOCOL, FORMATS, MODEL_FORMAT, PROTOCOLS, SAMPLE_KINDS
 from apibank.cli.checks import UsageError
 from apibank.cli.backend_flags import add_backend_flags, chosen_backend
-from apibank.cli.flags import add_levels, add_output, add_overwrite, add_quiet, checked_levels, show_progress
+from apibank.cli.flags import (
+    add_levels, add_output, add_overwrite, add_quiet, add_thinking_budget, check_thinking_budget, checked_levels,
+    show_progress,
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -38,9 +41,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     gen.add_argument("--max-new-tokens", type=int, default=None,
                      help="cap on new tokens per sample (default: per level and sample kind, the longest gold "
                      "answer in the model's tokens + 16)")
-    gen.add_argument("--thinking-budget", type=int, default=None, metavar="N",
-                     help="tokens of reasoning added to every answer's budget when the chat template makes the "
-                     "model think first (default: 4096 when it does, 0 otherwise; recorded in results.json)")
+    add_thinking_budget(gen)
     gen.add_argument("--prompts-only", action="store_true",
                      help="generate nothing: write every row's prompt, its conversation and the template's "
                      "adaptations to OUTPUT/prompts.jsonl (the model's tokenizer loads, not its weights), exit 0")
@@ -139,10 +140,10 @@ def check_arguments(args: argparse.Namespace, fmt: str, output: Path) -> None:
 
     levels = checked_levels(args.levels)
     for name, value, low in (("--limit", args.limit, 1), ("--batch-size", args.batch_size, 1),
-                             ("--max-new-tokens", args.max_new_tokens, 1),
-                             ("--thinking-budget", getattr(args, "thinking_budget", None), 0)):
+                             ("--max-new-tokens", args.max_new_tokens, 1)):
         if value is not None and value < low:
             raise UsageError(f"{name} {value}: must be at least {low}")
+    check_thinking_budget(args)
     scripted = scripted_model(args.model)
     args.backend, args.backend_choice, args.backend_options = chosen_backend(args, scripted=scripted)
     check_data_dir(args.data_dir, levels)

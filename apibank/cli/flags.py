@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from apibank.benchmark import normalise_levels
+from apibank.benchmark import THINKING_BUDGET, normalise_levels
 from apibank.errors import UsageError
 
 
@@ -50,6 +50,19 @@ def add_overwrite(parser: argparse.ArgumentParser, help: str) -> None:
 def add_quiet(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     add_flag(parser, "--quiet", "--no-progress", action="store_true",
              help="no progress bar (there is none either when stderr is not a terminal)")
+
+
+def add_thinking_budget(group: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    group.add_argument("--thinking-budget", type=int, default=None, metavar="N",
+                       help="tokens of reasoning added to every answer's budget when the chat template makes the "
+                       f"model think first (default: {THINKING_BUDGET} when it does, 0 otherwise; recorded under "
+                       "'thinking' in results.json)")
+
+
+def check_thinking_budget(args: argparse.Namespace) -> None:
+    budget = getattr(args, "thinking_budget", None)
+    if budget is not None and budget < 0:
+        raise UsageError(f"--thinking-budget {budget}: must be at least 0 (0: no reasoning budget)")
 
 
 def add_levels(parser: argparse.ArgumentParser, help: str) -> None:

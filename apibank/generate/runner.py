@@ -60,9 +60,16 @@ def sized_settings(
                                                                 default=UNSIZED_MAX_NEW_TOKENS)
     if stop is None:
         stop = stops_for(backend, rows, fmt)
-    if thinking_budget is None:
-        thinking_budget = THINKING_BUDGET if thinking_of(backend, fmt) else 0
+    thinking_budget = thinking_plan(thinking_of(backend, fmt), thinking_budget)["budget"]
     return DecodingSettings(max_new_tokens=cap, stop=tuple(stop), budgets=budgets, thinking_budget=thinking_budget)
+
+
+def thinking_plan(why: str | None, given: int | None) -> dict[str, Any]:
+    """What a run records under ``thinking``: the reasoning ``budget`` added to every answer (``given``, else
+    :data:`~apibank.benchmark.THINKING_BUDGET` for a model that thinks first, ``why`` saying so, and 0 for
+    one that does not), ``why`` and whether the budget was ``given``: the one rule for evaluate and agent."""
+    budget = given if given is not None else (THINKING_BUDGET if why else 0)
+    return {"budget": budget, "why": why, "given": given is not None}
 
 
 def thinking_of(backend: Backend, fmt: str) -> str | None:

@@ -54,7 +54,7 @@ def previous_trajectories(output: Path, model: str, *, overwrite: bool) -> list[
 
 
 def agent_and_driver(model: str, backend: str, backend_options: Mapping[str, Any], *, tool_format: str,
-                     max_new_tokens: int):
+                     max_new_tokens: int, thinking_budget: int | None = None):
     """``(agent factory, model driver or None)``: a scripted agent class, or handles on one loaded model."""
     from apibank.agent.agents import SCRIPTED_AGENTS
 
@@ -65,7 +65,8 @@ def agent_and_driver(model: str, backend: str, backend_options: Mapping[str, Any
 
     loaded = make_backend(model, backend, **backend_options)
     try:
-        driver = ModelDriver(loaded, tool_format=tool_format, max_new_tokens=max_new_tokens, label=model)
+        driver = ModelDriver(loaded, tool_format=tool_format, max_new_tokens=max_new_tokens,
+                             thinking_budget=thinking_budget, label=model)
     except AgentSetupError as error:
         loaded.close()
         raise UsageError(str(error)) from None
@@ -82,6 +83,7 @@ def run_agentic(
     backend_choice: str | None = None,
     tool_format: str,
     max_new_tokens: int,
+    thinking_budget: int | None = None,
     data_dir: str | os.PathLike[str] | None = None,
     output: Path | None = None,
     previous: Sequence[dict] = (),
@@ -97,7 +99,9 @@ def run_agentic(
 ) -> dict[str, Any]:
     """Run every episode of ``levels`` ``trials`` times, judge them, write the output files into ``output``
     (with one) and return ``results.json``'s content. ``previous`` are the trajectories a resumed run keeps
-    (:func:`previous_trajectories`). Ctrl-C while the episodes run raises :class:`Interrupted`."""
+    (:func:`previous_trajectories`). A model whose chat template makes it think first gets ``thinking_budget``
+    more tokens per step (None: :func:`~apibank.generate.runner.thinking_plan`'s default), recorded under
+    ``thinking`` as evaluate records it. Ctrl-C while the episodes run raises :class:`Interrupted`."""
     from contextlib import nullcontext
 
     from apibank.agent.episode_runner import DEFAULT_MAX_STEPS, DEFAULT_TIME_LIMIT, Limits, default_gold_cache, run_level, summarise
@@ -108,7 +112,7 @@ def run_agentic(
     sets = [load_episodes(level, data_dir) for level in levels]
     gold = default_gold_cache(data_dir)
     agent_factory, driver = agent_and_driver(model, backend, backend_options, tool_format=tool_format,
-                                             max_new_tokens=max_new_tokens)
+                                             max_new_tokens=max_new_tokens, thinking_budget=thinking_budget)
     limits = Limits(max_steps=max_steps or DEFAULT_MAX_STEPS, time_limit=time_limit or DEFAULT_TIME_LIMIT)
     trajectories = output / TRAJECTORIES_FILE if output is not None else None
     try:
@@ -167,6 +171,7 @@ def run_agentic(
     }
     if driver is not None:
         results["decoding"] = driver.settings.as_dict()
+        results["thinking"] = driver.thinking
     if template is not None:  # the chat template used and each adaptation it needed
         results["chat_template"] = template
     if output is not None:

@@ -37,7 +37,7 @@ from apibank.files import (
 )
 from apibank.generate.backends import Backend, make_backend
 from apibank.generate.predictions import read_predictions, write_predictions
-from apibank.generate.runner import generate_predictions, sized_settings, thinking_of
+from apibank.generate.runner import generate_predictions, sized_settings, thinking_of, thinking_plan
 from apibank.benchmark import DEFAULT_PROTOCOL, MODEL_FORMAT, PROTOCOLS
 from apibank.pipeline.results import build_results, parse_price, recorded, usage_totals
 from apibank.pipeline.rows import level_of, limit_rows, load_rows
@@ -157,8 +157,7 @@ def evaluate(
     try:
         settings = sized_settings(engine, level_rows, fmt, max_new_tokens=max_new_tokens, stop=stop,
                                   thinking_budget=thinking_budget)
-        thinking = {"budget": settings.thinking_budget, "why": thinking_of(engine, fmt),
-                    "given": thinking_budget is not None}
+        thinking = thinking_plan(thinking_of(engine, fmt), thinking_budget)
         # the predictions a resume keeps (a torn last line is dropped): their time is reported apart
         kept = {record["id"] for record in read_predictions(predictions_path, allow_torn_tail=True)}
         started = time.perf_counter()

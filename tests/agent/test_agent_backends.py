@@ -52,6 +52,22 @@ def test_openai_compatible_endpoint_native_tool_calls_end_to_end(data_dir, gold,
     assert results["model"]["backend"] == "openai" and results["model"]["tool_format"] == "native"
 
 
+@pytest.mark.parametrize("flags,thinking", [
+    ([], {"budget": 0, "why": None, "given": False}),  # an endpoint's template is unknown: no default budget
+    (["--thinking-budget", "64"], {"budget": 64, "why": None, "given": True}),
+])
+def test_thinking_budget_reaches_every_step_and_is_recorded(flags, thinking, data_dir, tmp_path, capsys):
+    with ScriptedEndpoint([{"role": "assistant", "content": "Done."}]) as endpoint:
+        assert main(["agent", "--model", "served-model", "--base-url", endpoint.base_url, "--levels", "level-3",
+                     "--limit", "1", "--max-new-tokens", "32", "--data-dir", str(data_dir), "--output", str(tmp_path),
+                     "--json", *flags]) == 0
+    capsys.readouterr()
+    assert [body["max_tokens"] for body in endpoint.requests] == [32 + thinking["budget"]]
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["thinking"] == thinking
+    assert results["decoding"].get("thinking_budget", 0) == thinking["budget"]
+
+
 def test_calls_in_text_and_refused_arguments(data_dir, gold):
     step = step_from_text('<tool_call>{"name": "QueryMeeting", "arguments": {"user_name": "John"}}</tool_call>', CallIds())
     assert [(c.name, c.arguments) for c in step.calls] == [("QueryMeeting", {"user_name": "John"})] and step.text == ""
@@ -174,6 +190,7 @@ def test_cli_strict_template_through_the_model_layer_records_adaptations(tiny_mo
 @pytest.mark.parametrize("flags,message", [
     (["--levels", "4"], "--levels"),
     (["--batch-size", "0"], "--batch-size 0"),
+    (["--thinking-budget", "-1"], "--thinking-budget -1: must be at least 0"),
     (["--price-per-mtok", "1"], "--price-per-mtok"),
     (["--chat-template", "no-such.jinja"], "--chat-template no-such.jinja"),
     (["--tool-format", "text", "--chat-template", "tests/templates/strict_alternation.jinja"], "--tool-format text"),

@@ -65,6 +65,8 @@ MISTAKES = {
     "unknown tool parser": (["--model", "oracle", "--tool-parser", "hermez"],
                             r"--tool-parser hermez: no such tool parser; did you mean 'hermes'\?"),
     "zero limit": (["--model", "oracle", "--limit", "0"], r"--limit 0: must be at least 1"),
+    "negative thinking budget": (["--model", "oracle", "--thinking-budget", "-1"],
+                                 r"--thinking-budget -1: must be at least 0"),
     "zero threads": (["--model", "oracle", "--threads", "0"], r"--threads 0: must be at least 1"),
     "threads to a server": (["--model", "m", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1",
                              "--threads", "2"], r"--threads applies to --backend transformers; --backend openai "
