@@ -125,6 +125,41 @@ def test_a_refusal_adapts_and_each_record_keeps_the_prompt_it_was_sent_with(rows
         assert record["template_adaptations"] == ["system-in-first-user"]
 
 
+def test_an_adaptation_learnt_on_one_shape_applies_to_that_shape_only(data_dir):
+    """A server without a tool role: rows with tool results are adapted, once per shape (as a chat
+    template's are, :func:`~apibank.generate.templates.shape_of`); a row without one goes out as it is."""
+    from apibank.generate.templates import shape_of
+
+    def has_tool(conversation):
+        return any(message["role"] == "tool" for message in conversation.messages)
+
+    conversations = [build_conversation(row, "chat") for row in load_rows(["level-1"], data_dir)]
+    shapes: dict[tuple, list] = {}
+    for conversation in conversations:
+        shapes.setdefault(shape_of(conversation.messages, conversation.tools), []).append(conversation)
+    first, again = next(group for group in shapes.values() if len(group) > 1 and has_tool(group[0]))[:2]
+    plain = next(group[0] for group in shapes.values() if not has_tool(group[0]))
+    with FaultyEndpoint() as server:
+        server.play_ok = server.play
+
+        def play(handler, step, body):
+            if any(message["role"] == "tool" for message in body["messages"]):
+                step = "400:tool role not supported"
+            server.play_ok(handler, step, body)
+
+        server.play = play
+        backend = backend_for(server)
+        for conversation in (first, plain, again):
+            backend.generate([conversation], [backend.render(conversation)], SETTINGS)
+            if conversation is first:
+                refused = len(server.requests) - 1
+        sent = [request["messages"] for request in server.requests]
+    assert refused >= 1 and len(sent) == refused + 3  # the same shape again: sent adapted at once
+    assert sent[refused + 1] == backend.wire_messages(plain.messages)  # the other shape: as it is
+    assert sent[refused + 2] != backend.wire_messages(again.messages)
+    assert "tool-results-as-user" in [a["name"] for a in backend.template_info()["template_adaptations"]]
+
+
 def test_a_trickling_answer_is_bounded_by_the_request_timeout(rows):
     """One byte every 50 ms, never complete: each attempt ends at its deadline, the request fails."""
     said: list[str] = []

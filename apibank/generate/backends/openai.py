@@ -8,7 +8,8 @@ import os
 import queue
 import threading
 import time
-from typing import Any, Callable, Sequence
+from collections import Counter
+from typing import Any, Callable, Iterator, Sequence
 
 from apibank.errors import UsageError
 from apibank.generate.backends.base import Backend, Completion, DecodingSettings
@@ -16,7 +17,7 @@ from apibank.generate.backends.http import EndpointError, HttpClient
 from apibank.generate.backends.options import CHAT_TEMPLATE_KWARGS, TOOL_PARSER, Option, positive_seconds
 from apibank.generate.conversation import Conversation
 from apibank.generate.interrupts import HeldInterrupt
-from apibank.generate.templates import ESCALATION, ORDER, Adaptation, adapt, tool_result_text
+from apibank.generate.templates import ESCALATION, ORDER, Adaptation, adapt, shape_of, tool_result_text
 from apibank.generate.toolcalls import ParserChoice, calls_from_message
 
 
@@ -46,8 +47,8 @@ class OpenAIBackend(Backend):
     ``retry_budget``, ``Retry-After`` capped, ``timeout`` bounding each whole answer). A request the
     server refuses for its content (HTTP 400/422 naming a template, role or tool problem) is not
     retried: the conversation is adapted as a chat template would be
-    (:mod:`apibank.generate.templates`), the adaptations kept for the rows after it and recorded with
-    each row's prompt; if the server still refuses, the error shows the server's message whole. A 5xx
+    (:mod:`apibank.generate.templates`), the adaptations kept for the later rows of the same shape
+    (:func:`~apibank.generate.templates.shape_of`, as a chat template's are) and recorded with each row's prompt; if the server still refuses, the error shows the server's message whole. A 5xx
     is a server fault, retried, never a reason to adapt.
     """
 
@@ -111,7 +112,9 @@ class OpenAIBackend(Backend):
         # vLLM, SGLang and llama.cpp servers pass this body field to the model's chat template.
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self._lock = threading.Lock()
-        self._adaptations: dict[str, Adaptation] = {}
+        self._adaptations: dict[str, Adaptation] = {}  # every adaptation learnt, for template_info
+        self._by_shape: dict[tuple, tuple[str, ...]] = {}  # those a conversation of each shape is sent with
+        self._last_names: tuple[str, ...] = ()
 
     def info(self) -> dict[str, Any]:
         return {"backend": self.name, "model_id": self.model_id, "model_revision": None, "dtype": None,
@@ -178,7 +181,14 @@ class OpenAIBackend(Backend):
 
     @property
     def last_adaptations(self) -> list[str]:
-        return [name for name in ORDER if name in self._adaptations]
+        """The adaptations of the conversation rendered last."""
+        return [name for name in ORDER if name in self._last_names]
+
+    def _known(self, conversation: Conversation) -> tuple[str, ...]:
+        """The adaptations learnt for conversations of this one's shape: a refusal of one shape (a tool turn,
+        a system turn) says nothing about conversations without it."""
+        with self._lock:
+            return self._by_shape.get(shape_of(conversation.messages, conversation.tools), ())
 
     def sent_prompt(self, conversation: Conversation, adaptations: Sequence[str]) -> str:
         """The prompt as recorded: the messages and tools sent with ``adaptations``, as JSON text."""
@@ -186,25 +196,39 @@ class OpenAIBackend(Backend):
         return json.dumps({"messages": self.wire_messages(messages), "tools": tools}, ensure_ascii=False)
 
     def render(self, conversation: Conversation) -> str:
-        """The prompt with the adaptations learnt so far (a row's record keeps the one it was sent with)."""
-        return self.sent_prompt(conversation, tuple(self._adaptations))
+        """The prompt with the adaptations learnt so far for its shape (a row's record keeps the one it was
+        sent with)."""
+        self._last_names = self._known(conversation)
+        return self.sent_prompt(conversation, self._last_names)
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         return self.client.post_json("/chat/completions", body)
 
+    def _attempts(self, known: tuple[str, ...]) -> Iterator[tuple[str, ...]]:
+        """The adaptation sets to send a conversation with, in turn: those learnt for its shape; once refused,
+        each set other shapes were accepted with, the most common first (a server refusing a role refuses it
+        in most shapes: one refused request per new shape instead of one per adaptation); then one adaptation more at a time
+        (servers refuse roles, rarely ids or argument forms, so those come last)."""
+        yield known
+        with self._lock:
+            learnt = Counter(self._by_shape.values())
+        yield from (names for names, _ in learnt.most_common() if names != known)
+        names = known
+        for extra in ENDPOINT_ESCALATION:
+            if extra not in names:
+                names = (*names, extra)  # kept even when it changes nothing yet
+                yield names
+
     def _reply(self, conversation: Conversation, settings: DecodingSettings) -> tuple[dict[str, Any], tuple[str, ...]]:
         """The server's reply, adapting the conversation once per refusal until the server takes it."""
         first: EndpointError | None = None
-        names = tuple(self._adaptations)
-        previous = None
-        # One refused request per adaptation at most: each is added on top of the last (servers refuse
-        # roles, rarely ids or argument forms, so those come last); one that changes nothing is not sent.
-        for extra in (None, *[name for name in ENDPOINT_ESCALATION if name not in names]):
-            names = names if extra is None else (*names, extra)  # kept even when it changes nothing yet
+        known = self._known(conversation)
+        sent: list[Any] = []
+        for names in self._attempts(known):
             body = self.request_body(conversation, settings, names)
-            if body["messages"] == previous:
+            if body["messages"] in sent:  # a set that changes nothing more is not sent again
                 continue
-            previous = body["messages"]
+            sent.append(previous := body["messages"])
             try:
                 reply = self._post(body)
             except EndpointError as error:
@@ -214,9 +238,10 @@ class OpenAIBackend(Backend):
                 continue
             if first is not None:
                 # Record only what this request needed: an adaptation whose removal changes nothing is dropped.
-                names = tuple(name for name in names if name in self._adaptations or self.request_body(
+                names = tuple(name for name in names if name in known or self.request_body(
                     conversation, settings, tuple(other for other in names if other != name))["messages"] != previous)
                 with self._lock:
+                    self._by_shape[shape_of(conversation.messages, conversation.tools)] = names
                     for name in names:
                         self._adaptations.setdefault(
                             name, Adaptation(name, f"row {conversation.row_id}: the server refused: {first}"))
