@@ -52,6 +52,36 @@ def test_a_transport_fault_is_retried(rows, fault):
     assert len(said) == 1 and "retry 1/5" in said[0]
 
 
+@pytest.mark.parametrize("fault", ["close", "reset"])
+def test_a_kept_alive_connection_the_server_closed_is_resent_at_once(rows, fault):
+    """The second request goes out on the first one's kept-alive connection, which the server closes (or
+    resets) without answering: sent again at once, no backoff, no retry counted."""
+    said: list[str] = []
+    with FaultyEndpoint(["ok", fault]) as server:
+        backend = backend_for(server, said, max_retries=0)
+        one(backend, rows[0])
+        assert one(backend, rows[1]).text == "API-Request: [GetToday()]"
+        assert len(server.requests) == 3
+    assert said == []
+
+
+def test_a_resend_happens_once_and_within_the_attempts_deadline(rows):
+    said: list[str] = []
+    with FaultyEndpoint(["ok", "close", "close"]) as server:  # the resend, on a new connection, fails too
+        backend = backend_for(server, said)
+        one(backend, rows[0])
+        one(backend, rows[1])
+        assert len(server.requests) == 4
+    assert len(said) == 1 and "retry 1/5" in said[0]
+    with FaultyEndpoint(["ok", "close", "hang"]) as server:
+        backend = backend_for(server, said, timeout=0.3, max_retries=0)
+        one(backend, rows[0])
+        with pytest.raises(EndpointError, match=r"no complete answer within --request-timeout 0.3 s"):
+            one(backend, rows[1])
+        assert len(server.requests) == 3
+    assert len(said) == 1
+
+
 @pytest.mark.parametrize("status", sorted(RETRY_STATUS))
 def test_each_retried_status_is_retried(rows, status):
     said: list[str] = []

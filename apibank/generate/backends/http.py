@@ -8,7 +8,11 @@ and the retry policy every caller shares.
   (the thread drops the connection at its next byte).
 * **Retried**: the statuses in :data:`RETRY_STATUS` (408, 409, 429 and 500, 502, 503, 504) and every
   transport fault: no connection, a connection reset or closed early, a malformed status line or
-  headers, a body cut short (chunked or under its ``Content-Length``), a missed deadline. Each retry
+  headers, a body cut short (chunked or under its ``Content-Length``), a missed deadline. A request that
+  fails on a reused kept-alive connection before the answer's status line and headers are read (the
+  server had closed it: httpcore drops an idle connection whose close it has seen, not one closed as the
+  request goes out) is sent again at once, once, within the same attempt's deadline: no wait, no retry
+  counted (a second such failure is a fault like the others). Each retry
   waits ``backoff * 2**attempt`` seconds (plus up to 10 % jitter), or the server's ``Retry-After``
   capped at :data:`MAX_RETRY_AFTER`; at most ``max_retries`` retries and ``retry_budget`` seconds of
   waiting per request; each retry is said through ``log`` as one whole line.
@@ -107,6 +111,16 @@ class _TooLarge(Exception):
     pass
 
 
+class _Stale(Exception):
+    """A request that failed on a reused kept-alive connection before the answer's status line and headers
+    were read (``__cause__``: the httpx error)."""
+
+
+# How a kept-alive connection that the server closed fails the next request sent on it: closed before
+# any answer ("Server disconnected without sending a response"), or reset while sending or reading.
+_STALE_FAULTS = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
+
+
 class HttpClient:
     """Requests to one API root (``http://host:8000/v1``), with the deadline and retry policy above.
 
@@ -162,9 +176,11 @@ class HttpClient:
         outcome: dict[str, Any] = {}
         finished, abandoned = threading.Event(), threading.Event()
 
-        def run() -> None:
+        def send() -> None:
+            events: list[str] = []
             try:
-                with self.client.stream(method, url, content=data, headers=headers) as response:
+                with self.client.stream(method, url, content=data, headers=headers,
+                                        extensions={"trace": lambda name, info: events.append(name)}) as response:
                     body = bytearray()
                     for chunk in response.iter_bytes():
                         if abandoned.is_set():  # the caller has gone: drop the connection
@@ -173,6 +189,24 @@ class HttpClient:
                         if len(body) > MAX_REPLY_BYTES:
                             raise _TooLarge
                     outcome["reply"] = (response.status_code, response.headers, bytes(body))
+            except _STALE_FAULTS as error:
+                if "connection.connect_tcp.started" in events or "http11.receive_response_headers.complete" in events:
+                    raise
+                raise _Stale from error
+
+        def run() -> None:
+            try:
+                try:
+                    send()
+                except _Stale as stale:
+                    # A kept-alive connection the server had closed: the request goes out again at once,
+                    # once (the pool drops the dead connection), within this attempt's deadline.
+                    if abandoned.is_set():
+                        raise stale.__cause__ from None
+                    try:
+                        send()
+                    except _Stale as again:
+                        raise again.__cause__ from None
             except BaseException as error:  # noqa: BLE001 (handed to the caller's thread)
                 outcome["error"] = error
             finally:
