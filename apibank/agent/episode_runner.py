@@ -32,6 +32,7 @@ from apibank.agent.prompts import system_prompt
 from apibank.agent.trials import mean_over_episodes, pass_at_k, pass_hat_k
 from apibank.data.upstream import upstream_source
 from apibank.files import JsonLinesAppender
+from apibank.generate.runner import cut_texts
 
 DEFAULT_MAX_STEPS = 40
 DEFAULT_TIME_LIMIT = 300.0
@@ -159,6 +160,11 @@ class EpisodeRun:
         }
         if self.model_seconds is not None:
             record["model_seconds"] = round(self.model_seconds, 4)
+        # The model's texts (answers, messages, call arguments) are kept as predictions are: up to
+        # MAX_STORED_CHARS each, the record flagged when one was cut (judged above on the whole).
+        record, cut = cut_texts(record)
+        if cut:
+            record["truncated"] = True
         return record
 
 

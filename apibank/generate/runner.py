@@ -105,16 +105,28 @@ def finish(conversation: Conversation, completion: Completion, settings: Decodin
     return answer_text(answer_of(completion.text, completion.raw), settings.stop), None
 
 
+def cut_texts(value: Any) -> tuple[Any, bool]:
+    """``value`` (JSON-ready) with every string in it, keys included, cut to :data:`MAX_STORED_CHARS`, and
+    whether any was cut; ``value`` itself is left as it is."""
+    if isinstance(value, str):
+        return (value[:MAX_STORED_CHARS], True) if len(value) > MAX_STORED_CHARS else (value, False)
+    if isinstance(value, dict):
+        items = [(cut_texts(key), cut_texts(item)) for key, item in value.items()]
+        return {key: item for (key, _), (item, _) in items}, any(a or b for (_, a), (_, b) in items)
+    if isinstance(value, (list, tuple)):
+        items = [cut_texts(item) for item in value]
+        return [item for item, _ in items], any(cut for _, cut in items)
+    return value, False
+
+
 def stored(record: dict[str, Any]) -> dict[str, Any]:
-    """``record`` with its prediction and raw output cut to :data:`MAX_STORED_CHARS` (flagged when cut)."""
-    for key in ("prediction", "raw_output"):
-        if isinstance(record.get(key), str) and len(record[key]) > MAX_STORED_CHARS:
-            record[key] = record[key][:MAX_STORED_CHARS]
-            record["truncated"] = True
-    call = record.get("tool_call")
-    if call and len(call.get("arguments_text", "")) > MAX_STORED_CHARS:
-        call["arguments_text"] = call["arguments_text"][:MAX_STORED_CHARS]
-        record["truncated"] = True
+    """``record`` with the model's output in it (prediction, raw output, tool call) cut to
+    :data:`MAX_STORED_CHARS`, flagged ``truncated`` when cut."""
+    for key in ("prediction", "raw_output", "tool_call"):
+        if key in record:
+            record[key], cut = cut_texts(record[key])
+            if cut:
+                record["truncated"] = True
     return record
 
 

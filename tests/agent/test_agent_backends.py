@@ -47,6 +47,7 @@ def test_openai_compatible_endpoint_native_tool_calls_end_to_end(data_dir, gold,
     assert len(later["tools"]) > 1  # found tools are offered from then on
     assert later["messages"][-1]["role"] == "tool"
     saved = json.loads((tmp_path / "trajectories.jsonl").read_text().splitlines()[0])
+    assert "truncated" not in saved
     assert saved["usage"] == {"prompt_tokens": 100 * len(replies), "completion_tokens": 7 * len(replies)}
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["model"]["backend"] == "openai" and results["model"]["tool_format"] == "native"
@@ -66,6 +67,42 @@ def test_thinking_budget_reaches_every_step_and_is_recorded(flags, thinking, dat
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["thinking"] == thinking
     assert results["decoding"].get("thinking_budget", 0) == thinking["budget"]
+
+
+def test_huge_model_outputs_are_stored_cut_and_flagged(data_dir, tmp_path, capsys):
+    """A server sending megabytes: the trajectory keeps each of the model's texts (a call's argument, an
+    answer) up to MAX_STORED_CHARS, flagged ``truncated``, as predictions are; it is judged on the whole."""
+    from apibank.generate.runner import MAX_STORED_CHARS
+
+    huge = "x" * (10 * MAX_STORED_CHARS)
+    call = {"id": "c1", "type": "function",
+            "function": {"name": "ToolSearcher", "arguments": json.dumps({"keywords": huge})}}
+    with ScriptedEndpoint([{"role": "assistant", "content": "", "tool_calls": [call]},
+                           {"role": "assistant", "content": huge}]) as endpoint:
+        assert main(["agent", "--model", "served-model", "--base-url", endpoint.base_url, "--levels", "level-3",
+                     "--setting", "searcher", "--limit", "1", "--max-steps", "2", "--data-dir", str(data_dir),
+                     "--output", str(tmp_path), "--json"]) == 0
+    capsys.readouterr()
+    path = tmp_path / "trajectories.jsonl"
+    record = json.loads(path.read_text())
+    assert record["truncated"] is True and record["steps"] == 2
+    assert record["answers"][0] == huge[:MAX_STORED_CHARS]
+    # arguments longer than the readers read are kept as the text written, cut as well
+    assert record["trajectory"][0]["arguments"] == call["function"]["arguments"][:MAX_STORED_CHARS]
+
+    def texts(value):
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                yield key
+                yield from texts(item)
+        elif isinstance(value, list):
+            for item in value:
+                yield from texts(item)
+
+    assert max(map(len, texts(record))) == MAX_STORED_CHARS
+    assert path.stat().st_size < 6 * MAX_STORED_CHARS
 
 
 def test_calls_in_text_and_refused_arguments(data_dir, gold):
