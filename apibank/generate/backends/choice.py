@@ -49,6 +49,29 @@ def vllm_import_error() -> Exception | None:
     return None
 
 
+@functools.cache
+def torchvision_import_error() -> Exception | None:
+    """What ``import torchvision`` raises where it is installed (None where it imports or is not there).
+    transformers imports torchvision wherever it is installed, for text models too, and then fails with
+    "Could not import module 'LlamaConfig'"; a broken torchaudio or torchcodec leaves text models running
+    (tried with PyPI's CUDA builds beside the CPU torch), so only torchvision is checked."""
+    if not _installed("torchvision"):
+        return None
+    try:
+        import torchvision  # noqa: F401
+    except Exception as error:  # noqa: BLE001 (any failure of a third-party import is reported, not raised)
+        return error
+    return None
+
+
+def require_torchvision(what: str) -> None:
+    """Raise :class:`~apibank.errors.BrokenExtra` (one line, with the fix) where an installed torchvision
+    does not import, as vLLM's import check says it."""
+    error = torchvision_import_error()
+    if error is not None:
+        raise BrokenExtra(f"{what}: {import_problem('torchvision', error)}")
+
+
 def broken_companions(error: BaseException) -> list[str]:
     """The packages of :data:`TORCH_COMPANIONS` that ``error`` came from (its text or its traceback)."""
     frames = [frame.filename for frame in traceback.extract_tb(error.__traceback__)]

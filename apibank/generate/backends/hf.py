@@ -7,6 +7,7 @@ from typing import Any, Sequence
 from apibank.benchmark import TEMPLATE_MODES
 from apibank.errors import require_extra
 from apibank.generate.backends.base import Backend, Completion, tokenizer_token_counts
+from apibank.generate.backends.choice import require_torchvision
 from apibank.generate.backends.model_checks import check_hf_model, read_chat_template
 from apibank.generate.backends.options import (CHAT_TEMPLATE, CHAT_TEMPLATE_KWARGS, DTYPE, REVISION, TOOL_PARSER,
                                                 TRUST_REMOTE_CODE, Option)
@@ -229,6 +230,7 @@ class TransformersBackend(_HFRendering, Backend):
     def check_options(cls, model: str, options: dict[str, Any], *, fmt: str | None = None) -> None:
         if not model.lower().endswith(".gguf"):  # a .gguf one: the gguf extra, torch included
             require_extra("torch", ("torch",), f"--backend {cls.name}")
+        require_torchvision(f"--backend {cls.name}")  # transformers imports it to load any model
         if options.get("compile"):
             from apibank.generate.decoders.compiled import check_compile_device
 
