@@ -46,8 +46,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def check_train_extra() -> None:
     from apibank.errors import require_extra
+    from apibank.generate.backends.choice import require_torchvision
 
     require_extra("train", TRAIN_EXTRA, "fine-tuning")
+    require_torchvision("transformers")  # it imports torchvision to load any model
 
 
 def check_levels(args: argparse.Namespace) -> tuple[int, ...]:

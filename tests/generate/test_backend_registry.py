@@ -264,6 +264,20 @@ def test_transformers_beside_a_broken_torchvision_is_one_line_with_its_fix_exit_
     assert not (tmp_path / "out").exists()
 
 
+def test_finetune_beside_a_broken_torchvision_is_one_line_with_its_fix_exit_2(broken_torchvision, data_dir, tmp_path,
+                                                                              capsys):
+    import sys
+
+    status = apibank_cli.main(["finetune", "--model", "org/model", "--data-dir", str(data_dir),
+                               "--output", str(tmp_path / "out")])
+    assert status == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == ("apibank finetune: error: transformers: torchvision does not import (operator "
+                    "torchvision::nms does not exist): torchvision is a CUDA build that cannot load beside this "
+                    f"torch: {sys.executable} -m pip uninstall -y torchvision")
+    assert not (tmp_path / "out").exists()
+
+
 def test_auto_is_recorded_and_shown(toy_registered, data_dir, tmp_path, capsys, monkeypatch):
     from apibank.generate.backends import choice
 
