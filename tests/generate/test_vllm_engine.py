@@ -190,3 +190,23 @@ def test_the_ray_executor_is_refused_where_another_platform_plugin_runs(monkeypa
     with pytest.raises(UsageError, match=r"vLLM runs on .*OtherPlatform here; the Ray executor runs on vLLM's CPU "
                                          r"build with its plain CPU platform \(vllm.platforms.cpu.CpuPlatform\)"):
         backend.check_cpu_engine_args({"distributed_executor_backend": "ray", "tensor_parallel_size": 2})
+
+
+@pytest.mark.skipif(find_spec("ray") is None, reason="Ray is not installed")
+def test_a_ray_cluster_without_a_slot_per_rank_is_refused_in_one_line():
+    """Each rank takes a slot of Ray's GPU resource: a cluster declaring fewer is refused before the engine
+    starts, naming the ``ray start`` flag; a connection this process made itself is left as it was."""
+    import ray
+
+    from apibank.errors import UsageError
+    from apibank.generate.backends import vllm as backend
+
+    ray.init(num_cpus=1, num_gpus=1, include_dashboard=False)
+    try:
+        with pytest.raises(UsageError, match=r"^--engine-arg distributed_executor_backend=ray: the Ray cluster at "
+                                             r"\S+ has 1 slots of Ray's GPU resource and the engine has 2 ranks; .*"
+                                             r"start the cluster with ray start --head --num-gpus 2 "):
+            backend.start_cpu_ray(2)
+        assert ray.is_initialized()
+    finally:
+        ray.shutdown()

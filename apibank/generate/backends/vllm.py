@@ -174,40 +174,70 @@ def usable_cores() -> list[int]:
     return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
 
 
+def join_ray_cluster() -> bool:
+    """Connects this process to the Ray cluster that ``ray start`` made (or ``RAY_ADDRESS`` names); False
+    where there is none."""
+    import ray
+
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # Ray sends usage statistics unless told not to
+    try:
+        ray.init(address="auto")
+    except ConnectionError:
+        return False
+    return True
+
+
+def check_ray_slots(ranks: int) -> None:
+    """The connected Ray cluster has a slot of Ray's ``GPU`` resource for each of ``ranks`` ranks (see
+    :class:`~apibank.vllm_cpu_ray.platform.CpuRayPlatform`); else :class:`UsageError`."""
+    import ray
+
+    slots = int(ray.cluster_resources().get("GPU", 0))
+    if slots < ranks:
+        address = ray.get_runtime_context().gcs_address
+        raise UsageError(f"--engine-arg distributed_executor_backend=ray: the Ray cluster at {address} has {slots} "
+                         f"slots of Ray's GPU resource and the engine has {ranks} ranks; on vLLM's CPU build each "
+                         f"rank takes one: start the cluster with ray start --head --num-gpus {ranks} (logical "
+                         "slots; no GPU is needed)")
+
+
+def check_cpu_ray_cluster(ranks: int) -> None:
+    """Before any work: a Ray cluster this process would join holds the ranks (see :func:`check_ray_slots`);
+    nothing to check where there is none (:func:`start_cpu_ray` starts one) or this process is connected."""
+    import ray
+
+    if not ray.is_initialized() and join_ray_cluster():
+        try:
+            check_ray_slots(ranks)
+        finally:
+            ray.shutdown()
+
+
 def start_cpu_ray(ranks: int) -> tuple[dict[str, str], dict[str, str], bool]:
     """Connects this process to Ray for an engine on vLLM's CPU build: to the cluster that ``ray start`` made
     (or ``RAY_ADDRESS`` names), else to a local cluster started here, with a slot of Ray's ``GPU``
-    resource per rank (see :class:`~apibank.vllm_cpu_ray.platform.CpuRayPlatform`) and each rank's OpenMP
-    threads an equal share of this process's cores. Returns the environment the engine starts with (the
-    cluster's address for vLLM's engine process, and the platform's switch), the environment vLLM gives its
-    Ray workers from this process's Ray job, and whether this call connected (then
-    :meth:`VLLMBackend.close` disconnects, which stops a local cluster). Raises :class:`UsageError` where the
-    cluster has fewer slots than ranks."""
+    resource per rank and each rank's OpenMP threads an equal share of this process's cores. Returns the
+    environment the engine starts with (the cluster's address for vLLM's engine process, and the platform's
+    switch), the environment vLLM gives its Ray workers from this process's Ray job, and whether this call
+    connected (then :meth:`VLLMBackend.close` disconnects, which stops a local cluster)."""
     import ray
 
     from apibank.vllm_cpu_ray import ACTIVATE
 
     connected = not ray.is_initialized()
-    if connected:
-        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # Ray sends usage statistics unless told not to
-        try:
-            ray.init(address="auto")
-        except ConnectionError:  # no cluster to join: a local one, gone when this process disconnects
-            threads = max(1, len(usable_cores()) // ranks)
-            # vLLM reads this process's runtime_env and gives it to its Ray workers (their OpenMP threads)
-            ray.init(num_cpus=len(usable_cores()), num_gpus=ranks, include_dashboard=False,
-                     runtime_env={"env_vars": {"OMP_NUM_THREADS": str(threads)}})
-    address = ray.get_runtime_context().gcs_address
-    slots = int(ray.cluster_resources().get("GPU", 0))
-    if slots < ranks:
+    if connected and not join_ray_cluster():  # a local cluster, gone when this process disconnects
+        threads = max(1, len(usable_cores()) // ranks)
+        # vLLM reads this process's runtime_env and gives it to its Ray workers (their OpenMP threads)
+        ray.init(num_cpus=len(usable_cores()), num_gpus=ranks, include_dashboard=False,
+                 runtime_env={"env_vars": {"OMP_NUM_THREADS": str(threads)}})
+    try:
+        check_ray_slots(ranks)
+    except UsageError:
         if connected:
             ray.shutdown()
-        raise UsageError(f"--engine-arg distributed_executor_backend=ray: the Ray cluster at {address} has {slots} "
-                         f"slots of Ray's GPU resource and the engine has {ranks} ranks; on vLLM's CPU build each "
-                         f"rank takes one: start the cluster with ray start --head --num-gpus {ranks} (logical "
-                         "slots; no GPU is needed)")
+        raise
     workers = dict((ray.get_runtime_context().runtime_env or {}).get("env_vars") or {})
-    return {ACTIVATE: "1", "RAY_ADDRESS": address}, workers, connected
+    return {ACTIVATE: "1", "RAY_ADDRESS": ray.get_runtime_context().gcs_address}, workers, connected
 
 
 def model_context_length(folder: str) -> int | None:
@@ -276,6 +306,8 @@ class VLLMBackend(_HFRendering, Backend):
         check_engine_args(engine_args, engine_argument_names())
         if on_cpu():
             check_cpu_engine_args(engine_args)
+            if uses_ray(engine_args):
+                check_cpu_ray_cluster(world_size(engine_args))
         check_hf_model(model, options, fmt)
 
     def __init__(
