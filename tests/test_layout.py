@@ -73,8 +73,9 @@ def graph() -> dict[str, set[str]]:
 FLOORS: tuple[tuple[str, ...], ...] = (
     # the executable tool environment: knows nothing of the benchmark built on it
     ("apibank_tools",),
-    # typed user errors: what every room raises, importing nothing
-    ("apibank.errors",),
+    # typed user errors: what every room raises, and vLLM's platform plugin (vLLM loads it in each of its
+    # processes): both importing nothing
+    ("apibank.errors", "apibank.vllm_cpu_ray"),
     # facts (levels, protocols, formats), the call notation, atomic files, the one JSON-lines reader and the
     # output folder's file names: what every room reads, importing none of them but the errors
     ("apibank.benchmark", "apibank.notation", "apibank.files"),

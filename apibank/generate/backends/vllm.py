@@ -14,6 +14,7 @@ import difflib
 import itertools
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -114,18 +115,49 @@ def _environment(values: dict[str, str]) -> Iterator[None]:
                 os.environ[key] = value
 
 
+def uses_ray(engine_args: dict[str, Any]) -> bool:
+    """Whether the engine runs its ranks on vLLM's Ray executor."""
+    return engine_args.get("distributed_executor_backend") == "ray"
+
+
+def check_cpu_ray() -> None:
+    """vLLM's Ray executor can run on this CPU build through :mod:`apibank.vllm_cpu_ray`; raises
+    :class:`UsageError` (one line, with the fix) where it cannot."""
+    from importlib.metadata import entry_points
+    from importlib.util import find_spec
+
+    from vllm import envs
+    from vllm.platforms import current_platform
+    from vllm.plugins import PLATFORM_PLUGINS_GROUP
+
+    from apibank.vllm_cpu_ray import CPU_PLATFORM, PLATFORM, PLUGIN_NAME
+
+    flag = "--engine-arg distributed_executor_backend=ray"
+    platform = f"{type(current_platform).__module__}.{type(current_platform).__qualname__}"
+    if platform not in (CPU_PLATFORM, PLATFORM):  # another plugin's: vLLM would refuse a second one
+        raise UsageError(f"{flag}: vLLM runs on {platform} here; the Ray executor runs on vLLM's CPU build with "
+                         f"its plain CPU platform ({CPU_PLATFORM}) only: drop it (ranks then run on vLLM's own "
+                         "processes)")
+    if envs.VLLM_TARGET_DEVICE == "cpu":  # vLLM then takes its CPU platform without asking any plugin
+        raise UsageError(f"{flag}: VLLM_TARGET_DEVICE=cpu keeps vLLM from loading platform plugins, which its Ray "
+                         "executor needs on the CPU build: unset VLLM_TARGET_DEVICE")
+    if envs.VLLM_PLUGINS is not None and PLUGIN_NAME not in envs.VLLM_PLUGINS:
+        raise UsageError(f"{flag}: VLLM_PLUGINS leaves out this package's platform plugin, which vLLM's Ray "
+                         f"executor needs on the CPU build: add {PLUGIN_NAME} to VLLM_PLUGINS")
+    if PLUGIN_NAME not in {entry.name for entry in entry_points(group=PLATFORM_PLUGINS_GROUP)}:
+        raise UsageError(f"{flag}: this package's vLLM platform plugin is not registered in this environment "
+                         f"(installed without its entry points): {sys.executable} -m pip install -e PATH_TO_APIBANK")
+    if find_spec("ray") is None:
+        raise UsageError(f"{flag}: Ray is not installed in vLLM's environment: {sys.executable} -m pip install ray")
+
+
 def check_cpu_engine_args(engine_args: dict[str, Any]) -> str | None:
     """On vLLM's CPU build: refuses what it cannot run, before any work, and returns the per-rank core
-    binding the backend sets (see :func:`rank_core_binding`; None where vLLM's own serves or the user set
-    :data:`CPU_BINDING`)."""
-    from vllm.platforms import current_platform
-
-    if engine_args.get("distributed_executor_backend") == "ray" and not current_platform.ray_device_key:
-        # vLLM's Ray executor places each rank on a Ray device its platform names; the CPU platform names
-        # none (vllm/v1/executor/ray_utils.py: "current platform cpu does not support ray").
-        raise UsageError("--engine-arg distributed_executor_backend=ray: vLLM's CPU build has no Ray executor "
-                         "(its platform names no Ray device); drop it: tensor_parallel_size and "
-                         "pipeline_parallel_size run on vLLM's own processes (mp)")
+    binding the backend sets (see :func:`rank_core_binding`; None where vLLM's own serves, the user set
+    :data:`CPU_BINDING`, or the ranks run on Ray, whose workers vLLM does not bind)."""
+    if uses_ray(engine_args):
+        check_cpu_ray()
+        return None
     if CPU_BINDING in os.environ or world_size(engine_args) == 1:
         return None
     try:  # the NUMA nodes vLLM's own binding would use (vLLM 0.32's helper)
@@ -134,8 +166,78 @@ def check_cpu_engine_args(engine_args: dict[str, Any]) -> str | None:
         numa_nodes = len(get_visible_memory_node())
     except (ImportError, OSError):
         numa_nodes = 1
-    cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
-    return rank_core_binding(world_size(engine_args), cores, numa_nodes)
+    return rank_core_binding(world_size(engine_args), usable_cores(), numa_nodes)
+
+
+def usable_cores() -> list[int]:
+    """The cores this process may run on."""
+    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+
+
+def join_ray_cluster() -> bool:
+    """Connects this process to the Ray cluster that ``ray start`` made (or ``RAY_ADDRESS`` names); False
+    where there is none."""
+    import ray
+
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # Ray sends usage statistics unless told not to
+    try:
+        ray.init(address="auto")
+    except ConnectionError:
+        return False
+    return True
+
+
+def check_ray_slots(ranks: int) -> None:
+    """The connected Ray cluster has a slot of Ray's ``GPU`` resource for each of ``ranks`` ranks (see
+    :class:`~apibank.vllm_cpu_ray.platform.CpuRayPlatform`); else :class:`UsageError`."""
+    import ray
+
+    slots = int(ray.cluster_resources().get("GPU", 0))
+    if slots < ranks:
+        address = ray.get_runtime_context().gcs_address
+        raise UsageError(f"--engine-arg distributed_executor_backend=ray: the Ray cluster at {address} has {slots} "
+                         f"slots of Ray's GPU resource and the engine has {ranks} ranks; on vLLM's CPU build each "
+                         f"rank takes one: start the cluster with ray start --head --num-gpus {ranks} (logical "
+                         "slots; no GPU is needed)")
+
+
+def check_cpu_ray_cluster(ranks: int) -> None:
+    """Before any work: a Ray cluster this process would join holds the ranks (see :func:`check_ray_slots`);
+    nothing to check where there is none (:func:`start_cpu_ray` starts one) or this process is connected."""
+    import ray
+
+    if not ray.is_initialized() and join_ray_cluster():
+        try:
+            check_ray_slots(ranks)
+        finally:
+            ray.shutdown()
+
+
+def start_cpu_ray(ranks: int) -> tuple[dict[str, str], dict[str, str], bool]:
+    """Connects this process to Ray for an engine on vLLM's CPU build: to the cluster that ``ray start`` made
+    (or ``RAY_ADDRESS`` names), else to a local cluster started here, with a slot of Ray's ``GPU``
+    resource per rank and each rank's OpenMP threads an equal share of this process's cores. Returns the
+    environment the engine starts with (the cluster's address for vLLM's engine process, and the platform's
+    switch), the environment vLLM gives its Ray workers from this process's Ray job, and whether this call
+    connected (then :meth:`VLLMBackend.close` disconnects, which stops a local cluster)."""
+    import ray
+
+    from apibank.vllm_cpu_ray import ACTIVATE
+
+    connected = not ray.is_initialized()
+    if connected and not join_ray_cluster():  # a local cluster, gone when this process disconnects
+        threads = max(1, len(usable_cores()) // ranks)
+        # vLLM reads this process's runtime_env and gives it to its Ray workers (their OpenMP threads)
+        ray.init(num_cpus=len(usable_cores()), num_gpus=ranks, include_dashboard=False,
+                 runtime_env={"env_vars": {"OMP_NUM_THREADS": str(threads)}})
+    try:
+        check_ray_slots(ranks)
+    except UsageError:
+        if connected:
+            ray.shutdown()
+        raise
+    workers = dict((ray.get_runtime_context().runtime_env or {}).get("env_vars") or {})
+    return {ACTIVATE: "1", "RAY_ADDRESS": ray.get_runtime_context().gcs_address}, workers, connected
 
 
 def model_context_length(folder: str) -> int | None:
@@ -204,6 +306,8 @@ class VLLMBackend(_HFRendering, Backend):
         check_engine_args(engine_args, engine_argument_names())
         if on_cpu():
             check_cpu_engine_args(engine_args)
+            if uses_ray(engine_args):
+                check_cpu_ray_cluster(world_size(engine_args))
         check_hf_model(model, options, fmt)
 
     def __init__(
@@ -237,21 +341,30 @@ class VLLMBackend(_HFRendering, Backend):
         engine_args = dict(engine_args or {})
         check_engine_args(engine_args, engine_argument_names())
         self.engine_env: dict[str, str] = {}
-        binding: dict[str, str] = {}
+        self.ray_workers_env: dict[str, str] = {}  # what vLLM's Ray workers get from this process's Ray job
+        self._ray_connected = False
+        # The environment the engine starts with (the per-rank binding, or Ray's address and the platform's
+        # switch): this engine's alone (another engine of the process may differ), set while it starts.
+        starting: dict[str, str] = {}
         if on_cpu():
             ranks = check_cpu_engine_args(engine_args)
             engine_args = {**cpu_engine_defaults(engine_args, location), **engine_args}
             for key, value in CPU_ENV.items():  # read by vLLM's workers when the engine starts
                 self.engine_env[key] = os.environ.setdefault(key, value)
-            # The binding is this engine's alone (another engine of the process may have other ranks): set
-            # while it starts, then restored.
-            binding = {CPU_BINDING: ranks} if ranks else {}
-            self.engine_env.update(binding or {k: v for k, v in os.environ.items() if k == CPU_BINDING})
+            if uses_ray(engine_args):
+                starting, self.ray_workers_env, self._ray_connected = start_cpu_ray(world_size(engine_args))
+            elif ranks:
+                starting = {CPU_BINDING: ranks}
+            self.engine_env.update(starting or {k: v for k, v in os.environ.items() if k == CPU_BINDING})
         # Rows of one dialogue share their history: prefix caching reuses it unless told otherwise.
         self.engine_args = {"enable_prefix_caching": True, "seed": 0, **engine_args}
-        with _environment(binding):
-            self.llm = LLM(model=location, revision=revision, tokenizer_revision=revision, dtype=dtype,
-                           trust_remote_code=trust_remote_code, **self.engine_args)
+        try:
+            with _environment(starting):
+                self.llm = LLM(model=location, revision=revision, tokenizer_revision=revision, dtype=dtype,
+                               trust_remote_code=trust_remote_code, **self.engine_args)
+        except BaseException:
+            self._disconnect_ray()
+            raise
         self.tokenizer = self.llm.get_tokenizer()
 
     @classmethod
@@ -269,6 +382,7 @@ class VLLMBackend(_HFRendering, Backend):
             "dtype": self.dtype,
             "engine_args": self.engine_args,
             **({"engine_env": self.engine_env} if self.engine_env else {}),
+            **({"ray_workers_env": self.ray_workers_env} if self.ray_workers_env else {}),
             "chat_template": self.chat_template,
             "chat_template_sha256": template_sha256(self.tokenizer),
             **({"chat_template_kwargs": self.chat_template_kwargs} if self.chat_template_kwargs else {}),
@@ -281,6 +395,15 @@ class VLLMBackend(_HFRendering, Backend):
         llm, self.llm = getattr(self, "llm", None), None
         if llm is not None:
             llm.llm_engine.engine_core.shutdown()
+        self._disconnect_ray()
+
+    def _disconnect_ray(self) -> None:
+        """Disconnects from Ray where :func:`start_cpu_ray` connected (a local cluster stops with it)."""
+        if getattr(self, "_ray_connected", False):
+            import ray
+
+            self._ray_connected = False
+            ray.shutdown()
 
     def _params(self, budget: int, settings: DecodingSettings):
         from vllm import SamplingParams
