@@ -171,9 +171,9 @@ def test_the_command_line_runs_offline_and_its_verdicts_are_apibank_scores(data_
 
     import pyarrow.parquet as pq
     from support.paths import REPO
+    from support.tiny import build_tiny_model
 
     from apibank.evals.samples import prediction_text
-    from support.tiny import build_tiny_model
 
     rows = list(iter_rows("level-1", data_dir))[:40]
     model = build_tiny_model(tmp_path / "model", [row["instruction"] + row["input"] + row["expected_output"]

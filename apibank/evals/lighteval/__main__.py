@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from apibank.errors import UserError
-from apibank.evals.lighteval import check_installed
+from apibank.evals.lighteval.installed import check_installed
 
 if TYPE_CHECKING:
     from types import ModuleType

@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
-from apibank.evals.lighteval import check_installed
+from apibank.evals.lighteval.installed import check_installed
 
 check_installed()
 
@@ -31,7 +31,12 @@ from lighteval.tasks.lighteval_task import LightevalTaskConfig  # noqa: E402
 from lighteval.tasks.requests import Doc, SamplingMethod  # noqa: E402
 
 from apibank.benchmark import LEVEL_NUMBERS, PROTOCOLS, UNSIZED_MAX_NEW_TOKENS  # noqa: E402
-from apibank.evals.samples import judge_sample, prediction_text, sample_value, sent_as_plain_text  # noqa: E402
+from apibank.evals.samples import (  # noqa: E402
+    judge_sample,
+    prediction_text,
+    sample_value,
+    sent_as_plain_text,
+)
 from apibank.evals.spec import DOC_FIELDS, FIELD_SPEC, LEVEL_TASK_NAMES  # noqa: E402
 from apibank.generate.conversation import paper_text  # noqa: E402
 from apibank.generate.stops import default_stops  # noqa: E402
