@@ -34,6 +34,8 @@ import sys
 import time
 from pathlib import Path
 
+from apibank.benchmark import DATA_DIR_ENV, LEVEL_NUMBERS
+
 APIBANK = [sys.executable, "-m", "apibank.cli.main"]
 
 
@@ -78,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", required=True, help="a transformers model folder")
     parser.add_argument("--data-dir", required=True)
-    parser.add_argument("--level", type=int, default=1, choices=(1, 2, 3))
+    parser.add_argument("--level", type=int, default=1, choices=LEVEL_NUMBERS)
     parser.add_argument("--samples", type=int, default=8)
     parser.add_argument("--work", type=Path, default=Path("lighteval-beside-evaluate"))
     parser.add_argument("--lighteval-cache", help="lighteval's cache of generations (model argument cache_dir)")
@@ -87,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     summary_path = work / "summary.json"
     summary = json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.exists() else {}
-    env = {**os.environ, "APIBANK_DATA_DIR": str(Path(args.data_dir).resolve())}
+    env = {**os.environ, DATA_DIR_ENV: str(Path(args.data_dir).resolve())}
 
     model_args = f"model_name={args.model},dtype=float32,batch_size=1"
     if args.lighteval_cache:
