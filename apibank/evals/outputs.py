@@ -29,7 +29,7 @@ from typing import Any, Mapping
 
 from apibank.errors import InputFileError
 from apibank.evals.lm_eval import SUPPORTED, TASK_NAMES
-from apibank.evals.samples import prediction_text
+from apibank.evals.samples import prediction_text, sent_as_plain_text
 
 LIGHTEVAL_DETAILS_FILE = re.compile(r"^details_(?P<task>[^|]+)\|(?P<shots>\d+)_(?P<time>.+)\.parquet$")
 SAMPLES_FILE = re.compile(r"^samples_(?P<task>.+)_(?P<time>\d{4}-\d{2}-\d{2}T[\d.:-]+)\.jsonl$")
@@ -184,7 +184,7 @@ def lighteval_predictions(path: str | Path) -> tuple[list[dict[str, Any]], dict[
             texts = response.get("text") or []
             if not texts or not isinstance(texts[0], str):
                 raise InputFileError(f"{detail_path}: row {number} ({specific['id']!r}) has no generated text")
-            plain = response.get("input") == doc.get("query")
+            plain = sent_as_plain_text(response.get("input"), doc.get("query") or "")
             if specific["id"] in seen:
                 continue
             seen.add(specific["id"])

@@ -22,6 +22,15 @@ def prediction_text(completion: str | None, plain_text: bool = False) -> str:
     return answer_text(completion, default_stops("paper", plain_text=plain_text))
 
 
+def sent_as_plain_text(recorded_prompt: Any, query: str) -> bool:
+    """Whether a lighteval sample's prompt reached the model as plain text, judged from the prompt its backend
+    recorded (``ModelResponse.input``): lighteval's plain-text prompt ends with the query (after any system
+    prompt or instruction), a chat template's with the template's generation prompt, and an endpoint's is a
+    list of messages. lighteval's transformers backend records none: its prompt is taken as plain text, which
+    it is for a tokenizer without a chat template (or with ``override_chat_template=False``)."""
+    return recorded_prompt is None or (isinstance(recorded_prompt, str) and recorded_prompt.endswith(query))
+
+
 def sample_value(detail: Mapping[str, Any]) -> float:
     """1/0 for an API row's verdict, ROUGE-L F for a response row."""
     if detail["kind"] == "api":

@@ -1,8 +1,5 @@
-"""API-Bank as lighteval custom tasks (the ``lighteval`` extra): ``apibank_level1``, ``apibank_level2``,
-``apibank_level3``.
-
-    lighteval accelerate "model_name=MODEL_FOLDER" "apibank_level1|0" --custom-tasks apibank.evals.lighteval \
-        --max-samples 8 --save-details --output-dir out/lighteval
+"""The lighteval tasks ``apibank_level1``, ``apibank_level2``, ``apibank_level3`` (:data:`TASKS_TABLE`), which
+``--custom-tasks apibank.evals.lighteval`` reaches through the package.
 
 Each test row is one document: the paper prompt as the query, generated until the transcript's next
 turn (the package's paper stop strings) within :data:`~apibank.benchmark.UNSIZED_MAX_NEW_TOKENS` tokens
@@ -23,25 +20,7 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
-from apibank.errors import MissingExtra, require_extra
-
-# The release whose custom-task API (LightevalTaskConfig, Doc, SampleLevelComputation, ModelResponse.text)
-# this module is written against; lighteval changes it between minor releases.
-SUPPORTED = (">=0.13", "<0.14")
-
-
-def check_installed() -> str:
-    from importlib.metadata import version
-
-    from packaging.specifiers import SpecifierSet
-
-    require_extra("lighteval", ("lighteval",), "API-Bank's lighteval tasks")
-    installed = version("lighteval")
-    if installed not in SpecifierSet(",".join(SUPPORTED), prereleases=True):
-        raise MissingExtra(f"API-Bank's lighteval tasks need lighteval {','.join(SUPPORTED)}, found {installed}: "
-                           "pip install 'apibank[lighteval]'")
-    return installed
-
+from apibank.evals.lighteval.installed import check_installed
 
 check_installed()
 
@@ -52,7 +31,12 @@ from lighteval.tasks.lighteval_task import LightevalTaskConfig  # noqa: E402
 from lighteval.tasks.requests import Doc, SamplingMethod  # noqa: E402
 
 from apibank.benchmark import LEVEL_NUMBERS, PROTOCOLS, UNSIZED_MAX_NEW_TOKENS  # noqa: E402
-from apibank.evals.samples import judge_sample, prediction_text, sample_value  # noqa: E402
+from apibank.evals.samples import (  # noqa: E402
+    judge_sample,
+    prediction_text,
+    sample_value,
+    sent_as_plain_text,
+)
 from apibank.evals.spec import DOC_FIELDS, FIELD_SPEC, LEVEL_TASK_NAMES  # noqa: E402
 from apibank.generate.conversation import paper_text  # noqa: E402
 from apibank.generate.stops import default_stops  # noqa: E402
@@ -88,7 +72,7 @@ class Judged(SampleLevelComputation):
 
     def compute(self, doc: Doc, model_response: Any, **kwargs: Any) -> dict[str, float]:
         texts = model_response.text or [""]
-        plain = isinstance(model_response.input, str) and model_response.input == doc.query
+        plain = sent_as_plain_text(model_response.input, doc.query)
         verdicts = judge_sample(prediction_text(texts[0], plain_text=plain), doc.specific["reference"], PROTOCOLS)
         return {protocol: sample_value(verdicts[protocol]) for protocol in PROTOCOLS}
 
