@@ -129,7 +129,7 @@ UNSIZED_MAX_NEW_TOKENS = 256
 # /think, Gemma 4 with enable_thinking): the answer budgets above leave a thinking model one sentence of
 # reasoning and no call. 4,096 tokens holds the reasoning that such models publish for short tool-use
 # tasks several times over; rows that still reach it end with finish_reason "length" in the predictions.
-# apibank evaluate --thinking-budget N overrides it (0: none).
+# apibank evaluate and agent --thinking-budget N override it (0: none).
 THINKING_BUDGET = 4096
 
 # Environment variables the package reads (the tool environment's retrieval settings,
@@ -137,6 +137,7 @@ THINKING_BUDGET = 4096
 UPSTREAM_URL_ENV = "APIBANK_UPSTREAM_URL"  # overrides the upstream host (mirrors, local test servers)
 CACHE_ENV = "APIBANK_CACHE"  # the verified download cache
 GGUF_CACHE_ENV = "APIBANK_GGUF_CACHE"  # the converted-GGUF cache folder, or "off"
+VLLM_CPU_RAY_ENV = "APIBANK_VLLM_CPU_RAY"  # "1": the vLLM platform plugin gives Ray to vLLM's CPU build
 
 CITATION = """\
 @inproceedings{li-etal-2023-api,

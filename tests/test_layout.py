@@ -73,14 +73,14 @@ def graph() -> dict[str, set[str]]:
 FLOORS: tuple[tuple[str, ...], ...] = (
     # the executable tool environment: knows nothing of the benchmark built on it
     ("apibank_tools",),
-    # typed user errors: what every room raises, and vLLM's platform plugin (vLLM loads it in each of its
-    # processes): both importing nothing
-    ("apibank.errors", "apibank.vllm_cpu_ray"),
+    # typed user errors: what every room raises, importing nothing
+    ("apibank.errors",),
     # facts (levels, protocols, formats), the call notation, atomic files, the one JSON-lines reader and the
     # output folder's file names: what every room reads, importing none of them but the errors
     ("apibank.benchmark", "apibank.notation", "apibank.files"),
-    # one run per output folder: the lock and the record of the folder's kind of run, by the files' names
-    ("apibank.run_folder",),
+    # one run per output folder: the lock and the record of the folder's kind of run, by the files' names;
+    # vLLM's platform plugin (vLLM loads it in each of its processes): the facts alone
+    ("apibank.run_folder", "apibank.vllm_cpu_ray"),
     # upstream data: dialogues, rows, episodes, rendered prompts
     ("apibank.data",),
     # judging calls against gold (and the intervals around a score) and the model layer: neither

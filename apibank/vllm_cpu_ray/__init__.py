@@ -8,14 +8,15 @@ vLLM's CPU platform names no Ray resource for its ranks, so both of vLLM's Ray e
 process whose environment holds :data:`ACTIVATE` ``=1`` (the vllm backend sets it for an engine started
 with ``distributed_executor_backend=ray`` on the CPU build; vLLM's Ray workers get it from the platform)
 and only on vLLM's CPU build with its plain CPU platform. Anywhere else it returns None and vLLM chooses
-its platform as it would without this package. This module imports nothing heavy: vLLM loads it in
+its platform as it would without this package. This module imports nothing heavy (the package's facts alone): vLLM loads it in
 every process where it resolves its platform."""
 
 from __future__ import annotations
 
 import os
 
-ACTIVATE = "APIBANK_VLLM_CPU_RAY"
+from apibank.benchmark import VLLM_CPU_RAY_ENV as ACTIVATE
+
 PLUGIN_NAME = "apibank_cpu_ray"  # the entry point's name in setup.cfg (what VLLM_PLUGINS would list)
 PLATFORM = "apibank.vllm_cpu_ray.platform.CpuRayPlatform"
 CPU_PLATFORM = "vllm.platforms.cpu.CpuPlatform"  # the one platform CpuRayPlatform extends

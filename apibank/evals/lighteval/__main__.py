@@ -52,10 +52,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     loader = Registry.__dict__["load_all_task_configs"]
     Registry.load_all_task_configs = staticmethod(custom_task_configs)
-    try:
+    try:  # lighteval's command line ends the process with its own exit status
         app(args=None if argv is None else list(argv), prog_name=PROG)
-    except SystemExit as done:
-        return done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
     finally:
         Registry.load_all_task_configs = loader
     return 0
