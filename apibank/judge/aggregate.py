@@ -14,6 +14,7 @@ from apibank_tools.base import Record
 from apibank_tools.retrieval import found_tool
 
 from apibank.judge.categories import EXECUTION_CATEGORIES
+from apibank.judge.intervals import dialogue_of
 from apibank.benchmark import SEARCHER, level_spec
 from apibank.judge.judging import Verdict
 
@@ -143,3 +144,46 @@ def detail(protocol: str, reference: Mapping[str, Any], verdict: Verdict | None,
     if response is not None:
         record.update(score=response[0], score_rougescore=response[1], category=response[2])
     return record
+
+
+def aggregate_details(details: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """The figures of :func:`aggregate` (API-call and level-3 dialogue accuracy, ROUGE-L means, errors by
+    category) recomputed from per-sample detail records, per protocol: the scores of any subset of a run's
+    rows, from the very verdicts its full scores count. A level-3 dialogue counts as right when all its
+    API rows among ``details`` are."""
+    out: dict[str, Any] = {}
+    for protocol in dict.fromkeys(str(entry["protocol"]) for entry in details):
+        entries = [entry for entry in details if entry["protocol"] == protocol]
+        blocks: dict[str, Any] = {}
+        pooled_api, pooled_rouge, pooled_rouge_score = [0, 0], [], []
+        for level in sorted({int(entry["level"]) for entry in entries}):
+            api = [entry for entry in entries if int(entry["level"]) == level and entry["kind"] == "api"]
+            responses = [entry for entry in entries if int(entry["level"]) == level and entry["kind"] == "response"]
+            correct = sum(bool(entry.get("verdict")) for entry in api)
+            rouge = [float(entry.get("score") or 0.0) for entry in responses]
+            rouge_score = [float(entry.get("score_rougescore") or 0.0) for entry in responses]
+            errors = Counter(entry.get("category") or "UNCATEGORISED" for entry in api if not entry.get("verdict"))
+            block: dict[str, Any] = {
+                "api": {"correct": correct, "total": len(api), "accuracy": _ratio(correct, len(api))},
+                "response": {"rouge_l": _mean(rouge), "count": len(responses), "rouge_l_rougescore": _mean(rouge_score)},
+                "errors": dict(sorted(errors.items())),
+            }
+            if level_spec(level).dialogue_accuracy:
+                dialogues: dict[str, bool] = {}
+                for entry in api:
+                    name = dialogue_of(entry["id"])
+                    dialogues[name] = dialogues.get(name, True) and bool(entry.get("verdict"))
+                good = sum(dialogues.values())
+                block["dialogues"] = {"correct": good, "total": len(dialogues), "accuracy": _ratio(good, len(dialogues))}
+            blocks[_level_name(level)] = block
+            pooled_api[0] += correct
+            pooled_api[1] += len(api)
+            pooled_rouge += rouge
+            pooled_rouge_score += rouge_score
+        blocks["overall"] = {
+            "api": {"correct": pooled_api[0], "total": pooled_api[1], "accuracy": _ratio(*pooled_api)},
+            "response": {"rouge_l": _mean(pooled_rouge), "count": len(pooled_rouge),
+                         "rouge_l_rougescore": _mean(pooled_rouge_score)},
+        }
+        out[protocol] = blocks
+    return out

@@ -23,6 +23,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from apibank.data.audits import check_rows, load_audit, subset_rows
 from apibank.errors import InputFileError, OutputError
 from apibank.files import (
     DETAILS_FILE,
@@ -132,6 +133,7 @@ def evaluate(
     progress: bool = True,
     rows: Sequence[Mapping[str, Any]] | None = None,
     thinking_budget: int | None = None,
+    subset: str | None = None,
 ) -> dict[str, Any]:
     """Generate predictions for ``model`` (a Hub id, a local folder or ``.gguf`` file, an endpoint model name
     or ``oracle``), score them and write every output file; returns the results dictionary.
@@ -142,13 +144,17 @@ def evaluate(
     ``price_per_mtok`` (``"IN,OUT"``) adds a cost to the usage totals. ``backend_choice`` (why
     ``--backend auto`` chose ``backend``) is recorded with the model. A model whose chat template makes it
     think first gets ``thinking_budget`` more tokens per answer (None: :func:`~apibank.generate.runner.sized_settings`'s
-    default); the budget and why are recorded under ``thinking``."""
+    default); the budget and why are recorded under ``thinking``. ``subset`` (``"verified"``) runs only the
+    rows of that status in the row audit (:mod:`apibank.data.audits`), before ``limit``: a subset, labelled
+    as one everywhere; every run reports its verified rows' scores beside the full ones."""
     import time
 
     price = parse_price(price_per_mtok) if isinstance(price_per_mtok, str) else price_per_mtok
     output_dir = Path(output_dir)
+    audit = load_audit(data_dir)
     level_rows = list(rows) if rows is not None else load_rows(levels, data_dir)
-    rows = limit_rows(level_rows, limit, kinds)
+    check_rows(audit, level_rows)
+    rows = limit_rows(subset_rows(audit, level_rows, subset) if subset else level_rows, limit, kinds)
     predictions_path = output_dir / PREDICTIONS_FILE
     engine = backend if isinstance(backend, Backend) else make_backend(model, backend, **dict(backend_options or {}))
     output_dir.mkdir(parents=True, exist_ok=True)  # only once the model loaded: no empty folder after a failure
@@ -175,7 +181,8 @@ def evaluate(
     scores = score_records(records, rows, protocols=protocols, data_dir=data_dir, progress=progress)
     results = build_results(
         scores, rows, model_info=info, fmt=fmt, decoding=settings.as_dict(), batch_size=batch_size, limit=limit,
-        kinds=kinds, icl=icl, dataset_id=dataset_id, subset=len(rows) < len(level_rows),
+        kinds=kinds, icl=icl, dataset_id=dataset_id, subset=len(rows) < len(level_rows), audit=audit,
+        audit_subset=subset,
         usage=usage_totals([record for record in records if record["id"] not in kept],
                            earlier=[record for record in records if record["id"] in kept], price_per_mtok=price,
                            wall_seconds=wall, compile_seconds=info.get("compile_seconds")),
@@ -238,13 +245,16 @@ def score_file(
     dataset_id: str | None = None,
     leaderboard_protocol: str = DEFAULT_PROTOCOL,
     progress: bool = False,
+    subset: str | None = None,
 ) -> dict[str, Any]:
     """Score an existing predictions file against the rows of the levels its ids name.
 
     Only rows with a prediction are scored (so a ``--limit`` run scores its subset, marked ``subset``);
     outputs go to ``output_dir`` (default: the predictions file's folder). When the file sits in an
     ``apibank evaluate`` folder, that run's ``results.json`` supplies the metadata (backend, dtype, batch
-    size, limit, decoding, ...), which is kept; scores, counts and usage are computed afresh.
+    size, limit, decoding, ...), which is kept; scores, counts and usage are computed afresh. ``subset``
+    (``"verified"``) scores only the predictions of that status's rows in the row audit, as a subset; every
+    scoring reports its verified rows' scores beside the full ones (:mod:`apibank.report.verified`).
     """
     predictions = Path(predictions)
     records = read_predictions(predictions)
@@ -252,13 +262,23 @@ def score_file(
         raise InputFileError(f"{predictions}: no predictions")
     if output_dir is not None:
         _refuse_other_predictions(Path(output_dir), predictions, records)
+    audit = load_audit(data_dir)
     levels = sorted({level_of(record["id"]) for record in records})
     wanted = {record["id"] for record in records}
     level_rows = load_rows(levels, data_dir)
+    check_rows(audit, level_rows)
     rows = [row for row in level_rows if row["id"] in wanted]
+    run = _evaluate_run(predictions)
+    subset = subset or run.get("audit_subset")
+    if subset:
+        rows = subset_rows(audit, rows, subset)
+        kept, known = {row["id"] for row in rows}, {row["id"] for row in level_rows}
+        # ids that name no row stay, so that they are refused as in a full scoring
+        records = [record for record in records if record["id"] in kept or record["id"] not in known]
+        if not records:
+            raise InputFileError(f"{predictions}: no prediction of a {subset} row (--subset {subset})")
     scores = score_records(records, rows, protocols=protocols, data_dir=data_dir, progress=progress)
     first = records[0]
-    run = _evaluate_run(predictions)
     info = dict(run.get("model") or {})
     info = {"model_id": info.pop("id", None), "model_revision": info.pop("revision", None), **info}
     if model or not info.get("model_id"):
@@ -272,7 +292,7 @@ def score_file(
         limit=run.get("limit"), kinds=run.get("kinds"), icl=run.get("icl"), dataset_id=dataset_id,
         usage=usage_totals(records, price_per_mtok=(price["prompt"], price["generated"]) if price else None,
                            wall_seconds=previous_usage.get("wall_seconds")),
-        subset=bool(run.get("subset")) or len(rows) < len(level_rows),
+        subset=bool(run.get("subset")) or len(rows) < len(level_rows), audit=audit, audit_subset=subset,
     )
     if run.get("versions"):
         results["generated_with"] = run["versions"]

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from apibank.files import DETAILS_FILE, PREDICTIONS_FILE, REPORT_FILE
 from apibank.benchmark import LEVELS, PROTOCOLS, SAMPLE_KINDS
 from apibank.report.annotate import annotate_scores
-from apibank.report.table import format_table, shown_setting
+from apibank.report.table import format_table, shown_setting, subset_label
+from apibank.report.verified import summary_table, verified_block
+
+if TYPE_CHECKING:
+    from apibank.data.audits import Audit
 
 
 
@@ -149,8 +153,13 @@ def build_results(
     dataset_id: str | None = None,
     usage: Mapping[str, Any] | None = None,
     subset: bool | None = None,
+    audit: Audit | None = None,
+    audit_subset: str | None = None,
 ) -> dict[str, Any]:
-    return {
+    """``results.json`` of a classic run. With the row ``audit``, ``verified`` holds the scores of the run's
+    verified rows beside the full ones (:mod:`apibank.report.verified`); ``audit_subset`` names the audit's
+    subset the run was restricted to (``--subset verified``), which makes it a subset like ``--limit``."""
+    results = {
         "benchmark": "API-Bank",
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "apibank_version": package_version(),
@@ -167,7 +176,9 @@ def build_results(
         "batch_size": batch_size,
         "limit": limit,
         "kinds": sorted(kinds) if kinds else list(SAMPLE_KINDS),
-        "subset": bool(limit or (kinds and set(kinds) != set(SAMPLE_KINDS))) if subset is None else subset,
+        "subset": bool(audit_subset) or (bool(limit or (kinds and set(kinds) != set(SAMPLE_KINDS))) if subset is None
+                                         else subset),
+        "audit_subset": audit_subset,
         "levels": sorted({f"level-{row['level']}" for row in rows}),
         "counts": counts(rows),
         "dataset": {"id": dataset_id, "upstream_revision": _revision(scores, rows), "split": "test"},
@@ -180,17 +191,10 @@ def build_results(
         "versions": library_versions(),
         "files": {"predictions": PREDICTIONS_FILE, "details": DETAILS_FILE, "report": REPORT_FILE},
     }
-
-
-def subset_flags(results: Mapping[str, Any]) -> str:
-    """The flags that made a run a subset (``--limit 5 --kinds api``); empty when none did."""
-    flags = []
-    if results.get("limit"):
-        flags.append(f"--limit {results['limit']}")
-    kinds = results.get("kinds") or list(SAMPLE_KINDS)
-    if set(kinds) != set(SAMPLE_KINDS):
-        flags.append("--kinds " + " ".join(kinds))
-    return " ".join(flags)
+    if audit is not None:
+        results["audit"] = audit.summary()
+        results["verified"] = verified_block(scores.get("details") or [], audit)
+    return results
 
 
 def results_table(results: Mapping[str, Any]) -> str:
@@ -199,10 +203,12 @@ def results_table(results: Mapping[str, Any]) -> str:
         f"API-Bank: model={shown_setting(model.get('id'))} format={shown_setting(results.get('format'))} "
         f"backend={shown_setting(model.get('backend'))}"
         + (f" ({model['backend_choice']})" if model.get("backend_choice") else "")
-        + ((f" (subset: {subset_flags(results)})" if subset_flags(results) else " (subset)") if results.get("subset")
-           else "")
+        + subset_label(results)
     )
     table = format_table(results["scores"], results.get("levels") or LEVELS, title=title)
+    verified = summary_table(results.get("verified"), results.get("levels") or LEVELS)
+    if verified and not results.get("audit_subset"):  # a --subset verified run's scores are these already
+        table += "\n\n" + verified
     line = usage_line(results.get("usage") or {})
     return f"{table}\n{line}" if line else table
 

@@ -11,7 +11,8 @@ from apibank.benchmark import LEVELS, PROTOCOLS
 from apibank.files import REPORT_FILE, atomic_path, atomic_write_text
 from apibank.report.error_types import markdown_section as error_section
 from apibank.judge.intervals import INTERVAL_NOTE
-from apibank.report.table import markdown_table, shown_setting
+from apibank.report.table import markdown_table, shown_setting, subset_flags, subset_label
+from apibank.report.verified import markdown_section as verified_section
 
 PLOTS = {
     "accuracy": "per_level_accuracy.png",
@@ -169,20 +170,22 @@ def write_report(
         ("decoding", results.get("decoding")),
         ("upstream data revision (GitHub commit)", results.get("dataset", {}).get("upstream_revision")),
         ("samples", results.get("counts")),
-        ("subset", results.get("subset")),
+        ("subset", (subset_flags(results) or True) if results.get("subset") else False),
+        ("row audit version", (results.get("audit") or {}).get("version")),
         ("chat template SHA-256", model.get("chat_template_sha256")),
         ("versions", results.get("versions")),
         ("apibank version", results.get("apibank_version")),
     ]
     lines = [
-        f"# API-Bank results: {model.get('id')}",
+        f"# API-Bank results: {model.get('id')}{subset_label(results)}",
         "",
         "| setting | value |",
         "|---|---|",
         *[f"| {name} | `{value}` |" for name, value in settings],
         "",
         *usage_section(results.get("usage") or {}),
-        "## Scores",
+        "## Scores" + (f" of the subset ({subset_flags(results)}), not the full benchmark" if results.get("subset")
+                       and subset_flags(results) else ""),
         "",
         markdown_table(scores, levels, intervals=True),
         "",
@@ -197,6 +200,7 @@ def write_report(
         "score the original evaluators report (levels 1/2 rounded per sample, level 3 after stripping "
         "`User:`/`AI:`).",
         "",
+        *(verified_section(results.get("verified"), levels) if not results.get("audit_subset") else []),
         "## Per-level accuracy",
         "",
         f"![per-level accuracy]({PLOTS['accuracy']})",

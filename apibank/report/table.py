@@ -4,13 +4,35 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from apibank.benchmark import LEVELS, PROTOCOLS
+from apibank.benchmark import LEVELS, PROTOCOLS, SAMPLE_KINDS
 from apibank.judge.intervals import bracket
 
 
 def shown_setting(value: Any) -> str:
     """A run's setting as text: ``unknown`` where the run did not record it (None)."""
     return "unknown" if value is None else str(value)
+
+
+def subset_flags(results: Mapping[str, Any]) -> str:
+    """The flags that made a run a subset (``--limit 5 --kinds api``); empty when none did."""
+    flags = []
+    if results.get("audit_subset"):
+        flags.append(f"--subset {results['audit_subset']}")
+    if results.get("limit"):
+        flags.append(f"--limit {results['limit']}")
+    kinds = results.get("kinds") or list(SAMPLE_KINDS)
+    if set(kinds) != set(SAMPLE_KINDS):
+        flags.append("--kinds " + " ".join(kinds))
+    return " ".join(flags)
+
+
+def subset_label(results: Mapping[str, Any]) -> str:
+    """`` (subset: --subset verified --limit 5)`` for a subset run, `` (subset)`` where no flag made it one (a
+    partial predictions file); empty for the whole benchmark."""
+    if not results.get("subset"):
+        return ""
+    flags = subset_flags(results)
+    return f" (subset: {flags})" if flags else " (subset)"
 
 
 def _interval(cell: Mapping[str, Any], scale: float, digits: int, intervals: bool) -> str:
