@@ -101,6 +101,13 @@ DEFAULT_TRAINING_FORMAT = "paper"
 # The two kinds of test row: an API call to predict, or a response to the user to write.
 SAMPLE_KINDS = ("api", "response")
 
+# The row audit's statuses (apibank.data.audits): a test row is verified, or the first of the others
+# that applies to it. The subsets a run may be restricted to (--subset) are the rows of one status.
+AUDIT_VERIFIED = "verified"
+AUDIT_STATUSES = (AUDIT_VERIFIED, "underdetermined", "wrong-gold", "wording", "not-reproducible", "duplicate",
+                  "in-training")
+AUDIT_SUBSETS = (AUDIT_VERIFIED,)
+
 # Samples per level of the test split: API-call rows and response rows.
 FULL_COUNTS = {
     "level-1": {"api": 399, "response": 375},
@@ -166,7 +173,7 @@ def normalise_levels(levels: Iterable[str | int] | None) -> list[str]:
 
 
 __all__ = [
-    "AGENT_TOOL_FORMATS", "BENCHMARK_NAME", "BUDGET_MARGIN", "CACHE_ENV", "CITATION", "DATA_DIR_ENV",
+    "AGENT_TOOL_FORMATS", "AUDIT_STATUSES", "AUDIT_SUBSETS", "AUDIT_VERIFIED", "BENCHMARK_NAME", "BUDGET_MARGIN", "CACHE_ENV", "CITATION", "DATA_DIR_ENV",
     "DEFAULT_AGENT_TOOL_FORMAT", "DEFAULT_FORMAT", "DEFAULT_PROTOCOL", "DEFAULT_SETTING",
     "DEFAULT_TRAINING_FORMAT", "EPISODE_COUNTS", "FORMATS", "FULL_COUNTS", "GGUF_CACHE_ENV", "HOMEPAGE",
     "JUDGE_MEMORY_MB", "JUDGE_TIMEOUT_S", "THINKING_BUDGET", "LEVEL_NUMBERS", "level_spec", "LEVEL_SPECS", "LEVELS", "LevelSpec",

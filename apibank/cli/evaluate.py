@@ -14,8 +14,8 @@ from apibank.benchmark import DEFAULT_FORMAT, DEFAULT_PROTOCOL, FORMATS, MODEL_F
 from apibank.cli.checks import UsageError
 from apibank.cli.backend_flags import add_backend_flags, chosen_backend
 from apibank.cli.flags import (
-    add_levels, add_output, add_overwrite, add_quiet, add_thinking_budget, check_thinking_budget, checked_levels,
-    show_progress,
+    add_levels, add_output, add_overwrite, add_quiet, add_subset, add_thinking_budget, check_audit,
+    check_thinking_budget, checked_levels, show_progress,
 )
 
 
@@ -31,8 +31,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kinds", nargs="+", choices=SAMPLE_KINDS, default=None, metavar="KIND",
                         help="only these kinds of row: api (the API calls) and/or response (the answers to the "
                         "user); default both. One kind alone is a subset, like --limit")
+    add_subset(parser)
     parser.add_argument("--allow-subset", action="store_true",
-                        help="acknowledge that a --limit or --kinds run is a subset (silences the warning)")
+                        help="acknowledge that a --limit, --kinds or --subset run is a subset (silences the warning)")
     add_output(parser, "output folder (default: apibank-results/<model>-<format>)")
     parser.add_argument("--data-dir", default=None, help="local copy of the upstream API-Bank folder (default: download)")
     add_overwrite(parser, "discard earlier predictions instead of resuming")
@@ -86,6 +87,16 @@ def hub_id(flag: str):
     return parse
 
 
+def subset_asked(args: argparse.Namespace) -> str:
+    """The flags that make the run a subset (``--subset verified --limit 5``); empty for the whole benchmark."""
+    flags = [f"--subset {args.subset}"] if getattr(args, "subset", None) else []
+    if getattr(args, "limit", None) is not None:
+        flags.append(f"--limit {args.limit}")
+    if one_kind(args):
+        flags.append("--kinds " + " ".join(args.kinds))
+    return " ".join(flags)
+
+
 def one_kind(args: argparse.Namespace) -> bool:
     """``--kinds`` names one kind of row only (a subset of every level)."""
     return bool(getattr(args, "kinds", None)) and set(args.kinds) != set(SAMPLE_KINDS)
@@ -100,8 +111,8 @@ def push_target(args: argparse.Namespace) -> str | None:
         if getattr(args, "push_eval_yaml", None) or getattr(args, "details_repo", None):
             raise UsageError("--push-eval-yaml and --details-repo go with --push-to-hub")
         return None
-    if args.limit is not None or one_kind(args):
-        raise UsageError("a --limit or --kinds subset is never pushed to the Hub")
+    if subset_asked(args):
+        raise UsageError(f"a subset ({subset_asked(args)}) is never pushed to the Hub")
     if not args.dataset_id:
         raise UsageError("--push-to-hub needs --dataset-id NAMESPACE/NAME, the benchmark's Hub "
                          "dataset (the repository holding eval.yaml)")
@@ -147,6 +158,7 @@ def check_arguments(args: argparse.Namespace, fmt: str, output: Path) -> None:
     scripted = scripted_model(args.model)
     args.backend, args.backend_choice, args.backend_options = chosen_backend(args, scripted=scripted)
     check_data_dir(args.data_dir, levels)
+    check_audit(args)
     check_output(output)
     if getattr(args, "prompts_only", False) and scripted:
         raise UsageError(f"--prompts-only renders a model's prompts; --model {args.model} has none")
@@ -175,8 +187,8 @@ def _run(args: argparse.Namespace, fmt: str, output: Path, repo: str | None, kep
 
     from apibank.generate.interrupts import exit_status, what_happened
 
-    if (args.limit is not None or one_kind(args)) and not args.allow_subset:
-        asked = f"--limit {args.limit}" if args.limit is not None else "--kinds " + " ".join(args.kinds)
+    if subset_asked(args) and not args.allow_subset:
+        asked = subset_asked(args)
         print(f"apibank evaluate: warning: {asked} scores a subset of the benchmark: its results are "
               "marked as a subset and never written or pushed under the official task ids (--allow-subset "
               "silences this warning)", file=sys.stderr)
@@ -224,6 +236,7 @@ def prompts_only(args: argparse.Namespace, fmt: str, output: Path) -> int:
     from apibank.pipeline.classic import write_prompts
 
     summary = write_prompts(args.model, levels=args.levels, fmt=fmt, backend=args.backend, limit=args.limit,
+                            subset=args.subset,
                             kinds=args.kinds, output_dir=output, data_dir=args.data_dir, icl=args.icl,
                             backend_options=args.backend_options)
     adaptations = ", ".join(a["name"] for a in summary.get("template_adaptations") or []) or "none"
@@ -255,6 +268,7 @@ def _evaluate(evaluate, args: argparse.Namespace, fmt: str, output: Path) -> dic
         overwrite=args.overwrite,
         progress=show_progress(args),
         thinking_budget=args.thinking_budget,
+        subset=args.subset,
     )
 
 

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from apibank.benchmark import THINKING_BUDGET, normalise_levels
+from apibank.benchmark import AUDIT_SUBSETS, THINKING_BUDGET, normalise_levels
 from apibank.errors import UsageError
 
 
@@ -63,6 +63,20 @@ def check_thinking_budget(args: argparse.Namespace) -> None:
     budget = getattr(args, "thinking_budget", None)
     if budget is not None and budget < 0:
         raise UsageError(f"--thinking-budget {budget}: must be at least 0 (0: no reasoning budget)")
+
+
+def add_subset(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    parser.add_argument("--subset", choices=AUDIT_SUBSETS, default=None,
+                        help="only the rows the shipped row audit marks so (docs/verified.md): a subset, labelled as "
+                        "one in every output and never written or pushed under the official task ids; without it "
+                        "the verified rows' scores are reported beside the full ones")
+
+
+def check_audit(args: argparse.Namespace) -> None:
+    """The shipped row audit matches the data (before any work: a mismatch is one line, exit 2)."""
+    from apibank.data.audits import load_audit
+
+    load_audit(getattr(args, "data_dir", None))
 
 
 def add_levels(parser: argparse.ArgumentParser, help: str) -> None:

@@ -24,6 +24,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="leave out the paper's published figures (shown as 'reported, not run here')")
     parser.add_argument("--output", default=None,
                         help=f"folder for leaderboard.json, .md and .html (default: {DEFAULT_OUTPUT})")
+    parser.add_argument("--on", choices=("full", "verified"), default="full",
+                        help="rank on every scored row (full, default) or only on the rows the shipped row audit "
+                        "marks verified (docs/verified.md); the output says which")
     parser.add_argument("--json", action="store_true", help="print leaderboard.json instead of the tables")
 
 
@@ -39,6 +42,11 @@ def run(args: argparse.Namespace) -> int:
         from apibank.hub.ids import check_repo_id
 
         check_repo_id(args.from_hub, "--from-hub")
+    audit = None
+    if args.on != "full":
+        from apibank.data.audits import load_audit
+
+        audit = load_audit()
     try:
         runs = [load_run(path) for path in args.runs]
     except NotARun as error:
@@ -50,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
 
         references += hub_references(args.from_hub)
     try:
-        board = build(runs, references, output)
+        board = build(runs, references, output, on=args.on, audit=audit)
     except ValueError as error:
         raise UsageError(str(error)) from None
     write(board, output)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from apibank.benchmark import DEFAULT_PROTOCOL, PROTOCOLS
 from apibank.cli.evaluate import hub_id
-from apibank.cli.flags import add_output, add_overwrite, add_quiet, show_progress
+from apibank.cli.flags import add_output, add_overwrite, add_quiet, add_subset, check_audit, show_progress
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -24,6 +24,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="Hub dataset id the leaderboard files point at (without it, or for a partial "
                         "predictions file, no model leaderboard files are written)")
     parser.add_argument("--leaderboard-protocol", choices=PROTOCOLS, default=DEFAULT_PROTOCOL)
+    add_subset(parser)
     parser.add_argument("--json", action="store_true", help="print results.json instead of the table")
     add_quiet(parser)
     parser.add_argument("--errors", action="store_true", help="also print the error analysis (the paper's error types)")
@@ -58,6 +59,7 @@ def _score(args: argparse.Namespace, predictions: Path, output: Path) -> int:
     except ValueError as error:
         raise InputFileError(f"{predictions}: {error}; every id must name an API-Bank row (level-N/...)") from None
     check_data_dir(args.data_dir, levels)
+    check_audit(args)
     results = score_file(
         predictions,
         data_dir=args.data_dir,
@@ -67,6 +69,7 @@ def _score(args: argparse.Namespace, predictions: Path, output: Path) -> int:
         dataset_id=args.dataset_id,
         leaderboard_protocol=args.leaderboard_protocol,
         progress=show_progress(args),
+        subset=args.subset,
     )
     print(json.dumps(results, indent=2, default=str) if args.json else results_table(results))
     if args.errors:

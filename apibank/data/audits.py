@@ -8,7 +8,7 @@ benchmark, never in its place.
 
 The file is read once per process and checked before it is used: every level holds as many rows as
 the benchmark (:data:`apibank.benchmark.FULL_COUNTS`), no id twice, every status one of
-:data:`AUDIT_STATUSES`, the counts those of the rows, and every checksum that of the file it names: the
+:data:`apibank.benchmark.AUDIT_STATUSES`, the counts those of the rows, and every checksum that of the file it names: the
 local copy's where one is given (``data_dir`` or ``$APIBANK_DATA_DIR``), else the pinned manifest's.
 A run also checks that each of its rows has an entry (:func:`check_rows`). A failed check is an
 :class:`AuditError`: one line naming what is wrong and what to do.
@@ -23,7 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from apibank.benchmark import FULL_COUNTS, LEVELS
+from apibank.benchmark import AUDIT_STATUSES, AUDIT_SUBSETS, AUDIT_VERIFIED, FULL_COUNTS, LEVELS
 from apibank.data.configs import required_files
 from apibank.data.upstream import manifest, resolve_data_dir, sha256_of
 from apibank.errors import UserError
@@ -31,12 +31,7 @@ from apibank.errors import UserError
 AUDIT_DIR = Path(__file__).with_name("audit")
 AUDIT_ROWS_FILE = "audit.jsonl"
 AUDIT_META_FILE = "AUDIT.json"
-# The taxonomy: a row is verified, or the first of the others that applies to it.
-VERIFIED = "verified"
-AUDIT_STATUSES = ("verified", "underdetermined", "wrong-gold", "wording", "not-reproducible", "duplicate",
-                  "in-training")
-# The subsets a run may be restricted to (``--subset``): the rows of one status.
-AUDIT_SUBSETS = (VERIFIED,)
+VERIFIED = AUDIT_VERIFIED
 ROW_KEYS = ("id", "status", "checks", "reason", "evidence")
 # What every refusal ends with: the audit comes with the package, so a bad one is a damaged install.
 _REPAIR = "reinstall apibank, or restore apibank/data/audit/ from its repository"
@@ -169,7 +164,7 @@ def load_audit(data_dir: str | os.PathLike[str] | None = None, *, folder: str | 
 
 
 def audit_status(row_id: str) -> str:
-    """The audit's status of a test row (``"verified"`` or why not: :data:`AUDIT_STATUSES`); an id that is
+    """The audit's status of a test row (``"verified"`` or why not: :data:`apibank.benchmark.AUDIT_STATUSES`); an id that is
     no test row is an :class:`AuditError`."""
     return load_audit().status(row_id)
 
@@ -183,7 +178,7 @@ def check_rows(audit: Audit, rows: Iterable[Mapping[str, Any]]) -> None:
 
 
 def subset_rows(audit: Audit, rows: Iterable[Mapping[str, Any]], subset: str) -> list[Any]:
-    """The rows whose audit status is ``subset`` (one of :data:`AUDIT_SUBSETS`), in their order."""
+    """The rows whose audit status is ``subset`` (one of :data:`apibank.benchmark.AUDIT_SUBSETS`), in their order."""
     if subset not in AUDIT_SUBSETS:
         raise AuditError(f"unknown subset {subset!r}; expected one of {', '.join(AUDIT_SUBSETS)}")
     rows = list(rows)

@@ -14,7 +14,7 @@ What goes where follows the Hub's documentation (hub-docs ``docs/hub/eval-result
 Units: one per kind of metric, stated in every metric name: accuracies (API calls, dialogues) in
 percent, response ROUGE-L as an F-measure between 0 and 1.
 
-Only complete levels are written under the official task ids: a ``--limit`` subset (or any level
+Only complete levels are written under the official task ids: a ``--limit`` or ``--subset`` subset (or any level
 scored on fewer samples than the benchmark has) writes no model files at all
 (:mod:`apibank.hub.result_files`). Pull requests: :mod:`apibank.hub.push`.
 """
@@ -56,6 +56,8 @@ def task_value(scores: Mapping[str, Any], protocol: str, config: str, kind: str)
 
 def subset_reason(results: Mapping[str, Any]) -> str | None:
     """Why ``results`` are not the whole benchmark for the levels they cover (None when they are)."""
+    if results.get("audit_subset"):
+        return f"--subset {results['audit_subset']} scored only the row audit's {results['audit_subset']} rows"
     if results.get("limit"):
         return f"--limit {results['limit']} scored a subset of every level"
     kinds = results.get("kinds")

@@ -207,6 +207,7 @@ def write_prompts(
     data_dir: str | os.PathLike[str] | None = None,
     icl: bool = False,
     backend_options: Mapping[str, Any] | None = None,
+    subset: str | None = None,
 ) -> dict[str, Any]:
     """``apibank evaluate --prompts-only``: every row's prompt, as the backend would send it, written to
     ``output_dir/prompts.jsonl`` without generating (and, where the backend renders with a tokenizer,
@@ -218,7 +219,10 @@ def write_prompts(
     from apibank.generate.backends import BACKEND_REGISTRY
     from apibank.generate.conversation import build_conversation
 
-    rows = limit_rows(load_rows(levels, data_dir), limit, kinds)
+    rows = load_rows(levels, data_dir)
+    if subset:
+        rows = subset_rows(load_audit(data_dir), rows, subset)
+    rows = limit_rows(rows, limit, kinds)
     renderer = BACKEND_REGISTRY.get(backend).prompt_renderer(model, **dict(backend_options or {}))
     path = Path(output_dir) / PROMPTS_FILE
     path.parent.mkdir(parents=True, exist_ok=True)

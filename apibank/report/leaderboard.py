@@ -24,18 +24,24 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
 import numpy as np
 
+from apibank.benchmark import AUDIT_VERIFIED as VERIFIED
 from apibank.benchmark import PROTOCOLS
 from apibank.files import read_json_lines
 from apibank.judge.intervals import score_intervals
 from apibank.report.compare import differences, format_p, holm, paired
 from apibank.report.runs import Run
 
+if TYPE_CHECKING:
+    from apibank.data.audits import Audit
+
 REPORT_HTML = "report.html"
+# what a leaderboard ranks on: every scored row, or the row audit's verified subset
+RANKED_ON = ("full", VERIFIED)
 # per run kind: the figures of a table (key in the table, what it is, 0/1 metric of Run.samples or None)
 CLASSIC_FIGURES = (("api", "API call accuracy", "api"), ("dialogue", "dialogue accuracy", "dialogue"),
                    ("response", "response ROUGE-L", "response"))
@@ -218,15 +224,32 @@ def _tables(number: int, group: Sequence[Run], output: Path | None, names: Mappi
             "group": number, "kind": kind, "protocol": protocol, "level": level,
             "figures": [{"key": key, "label": label} for key, label in present], "headline": headline,
             "subset": any(bool(run.results.get("subset")) for run in group),
+            "subset_label": next((f"{run.results['audit_subset']} subset" for run in group
+                                  if run.results.get("audit_subset")), None),
             "rows": rows, "references": [],
             "matrix": {"metric": figures[0][2], "pairs": _matrix(ordered, (protocol, level, figures[0][2]), names)},
         })
     return tables
 
 
-def build(runs: Sequence[Run], references: Iterable[Mapping[str, Any]] = (), output: Path | None = None) -> dict[str, Any]:
+def build(runs: Sequence[Run], references: Iterable[Mapping[str, Any]] = (), output: Path | None = None, *,
+          on: str = "full", audit: Audit | None = None) -> dict[str, Any]:
     """The whole leaderboard (what leaderboard.json holds): groups, their tables and resources, the runs
-    kept apart and why, and the reference rows (each where its protocol and level are shown)."""
+    kept apart and why, and the reference rows (each where its protocol and level are shown). ``on``
+    ``"verified"`` ranks every run on its rows of the verified subset of ``audit`` (default: the shipped
+    one; :func:`apibank.report.verified.verified_view`); reference rows, figures of the full benchmark,
+    are then left out. ``ranked_on`` says which."""
+    if on not in RANKED_ON:
+        raise ValueError(f"unknown ranking {on!r}; expected one of {', '.join(RANKED_ON)}")
+    ranked_on: dict[str, Any] = {"rows": on, "audit": None}
+    if on == VERIFIED:
+        from apibank.data.audits import load_audit
+        from apibank.report.verified import verified_view
+
+        audit = audit or load_audit()
+        runs = [verified_view(run, audit) for run in runs]
+        references = ()
+        ranked_on["audit"] = audit.summary()
     paths = [run.path.resolve() for run in runs]
     twice = sorted({str(path) for path in paths if paths.count(path) > 1})
     if twice:
@@ -253,6 +276,7 @@ def build(runs: Sequence[Run], references: Iterable[Mapping[str, Any]] = (), out
                        "headline": figures[0][0], "subset": False, "rows": [], "references": found,
                        "matrix": {"metric": figures[0][2], "pairs": []}})
     return {
+        "ranked_on": ranked_on,
         "groups": [{"number": number, "kind": group[0].kind, "runs": [names[run.path] for run in group],
                     "paths": [str(run.path) for run in group],
                     "samples": {"/".join(key): len(values) for key, values in sorted(group[0].samples.items())},
@@ -266,6 +290,8 @@ def build(runs: Sequence[Run], references: Iterable[Mapping[str, Any]] = (), out
             "ci95": "95% percentile bootstrap over dialogues (episodes), as results.json records it",
             "rank": "by API-call accuracy (agentic: episode success); equal figures share a rank; reference rows "
                     "are never ranked",
+            "rows": "full: every scored row; verified: only the rows the row audit marks verified (agentic: the "
+                    "episodes whose every row is), scored from the same verdicts, without reference rows",
             "matrix": "row - column on the samples both scored; interval: paired dialogue bootstrap; p: exact sign "
                       "test (McNemar); p_holm: Holm's adjustment over the table's pairs",
             "latency": "mean and 95th percentile of the per-sample seconds in predictions.jsonl (trajectories.jsonl)",

@@ -31,7 +31,8 @@ def figure_text(key: str, cell: Mapping[str, Any] | None) -> str:
 def title(table: Mapping[str, Any]) -> str:
     where = f"group {table['group']}" if table["group"] is not None else "reported elsewhere"
     protocol = ("setting " if table["kind"] == "agentic" else "protocol ") + table["protocol"]
-    return f"{where}: {protocol}, {table['level']}" + (" (subset)" if table["subset"] else "")
+    return f"{where}: {protocol}, {table['level']}" + (f" ({table['subset_label']})" if table.get("subset_label")
+                                                       else " (subset)" if table["subset"] else "")
 
 
 def score_rows(table: Mapping[str, Any], links: bool = False) -> tuple[list[str], list[list[str]]]:
@@ -113,15 +114,25 @@ def _sections(board: Mapping[str, Any], form, links: bool = False) -> list[tuple
     return out
 
 
+def ranked_on(board: Mapping[str, Any]) -> str:
+    """The line saying what the board ranks on: the full benchmark or the verified subset (and its audit)."""
+    chosen = board.get("ranked_on") or {"rows": "full"}
+    if chosen["rows"] == "full":
+        return "ranked on: the full benchmark (every scored row)"
+    audit = chosen.get("audit") or {}
+    return (f"ranked on: the {chosen['rows']} subset (row audit {audit.get('version')}): only the rows it marks "
+            f"{chosen['rows']}, never the full benchmark; published figures left out")
+
+
 def text(board: Mapping[str, Any]) -> str:
-    parts = []
+    parts = [ranked_on(board)]
     for heading, lines in _sections(board, _text):
         parts.append("\n".join(([heading] if heading else []) + lines))
     return "\n\n".join(parts)
 
 
 def markdown(board: Mapping[str, Any]) -> str:
-    lines = ["# API-Bank leaderboard", ""]
+    lines = ["# API-Bank leaderboard", "", ranked_on(board), ""]
     for group in board["groups"]:
         lines.append(f"- group {group['number']} ({group['kind']}): " + ", ".join(f"`{path}`" for path in group["paths"]))
     lines.append("")

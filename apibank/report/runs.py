@@ -65,6 +65,9 @@ class Run:
             "prompt format": results.get("format"),
             "in-context example": results.get("icl"),
             "subset": bool(results.get("subset")),
+            # the row audit's subset a run was restricted to, and which audit chose its rows
+            "row audit subset": (f"{results['audit_subset']} (row audit {(results.get('audit') or {}).get('version')})"
+                                 if results.get("audit_subset") else None),
         }
 
     def unrecorded(self) -> set[str]:
@@ -202,7 +205,7 @@ def load_run(path: str | Path) -> Run:
         raise NotARun(f"{path}/results.json: {problem}; give a run folder as apibank evaluate, score or agent wrote it")
     if (path / "details.jsonl").is_file():
         run = Run(path, "classic", results)
-        _classic_samples(run, _read_json_lines(path / "details.jsonl", DETAIL_SCHEMA))
+        classic_samples(run, _read_json_lines(path / "details.jsonl", DETAIL_SCHEMA))
     elif (path / "trajectories.jsonl").is_file():
         run = Run(path, "agentic", results)
         _agentic_samples(run, _read_json_lines(path / "trajectories.jsonl", TRAJECTORY_SCHEMA,
@@ -213,7 +216,7 @@ def load_run(path: str | Path) -> Run:
     return run
 
 
-def _classic_samples(run: Run, details: list[Mapping[str, Any]]) -> None:
+def classic_samples(run: Run, details: list[Mapping[str, Any]]) -> None:
     dialogues: dict[tuple[str, str], dict[str, Sample]] = {}
     for entry in details:
         try:

@@ -15,9 +15,11 @@ from typing import Any, Mapping, Sequence
 
 from apibank.benchmark import LEVELS
 from apibank.data.audits import VERIFIED, Audit
+from apibank.files import read_json_lines
 from apibank.judge.aggregate import aggregate_details
 from apibank.judge.intervals import dialogue_of
 from apibank.report.annotate import annotate_scores
+from apibank.report.runs import Run, classic_samples
 from apibank.report.table import markdown_table
 
 # the status of a row the audit has no entry for (details of other data): counted, never taken as verified
@@ -55,13 +57,6 @@ def verified_block(details: Sequence[Mapping[str, Any]], audit: Audit) -> dict[s
     }
 
 
-def episode_verified(audit: Audit, episode: str) -> bool | None:
-    """Whether every test row of an agentic episode's dialogue is verified (an episode is judged on all its
-    calls and its answer); None when no test row belongs to it."""
-    statuses = [record["status"] for row_id, record in audit.rows.items() if dialogue_of(row_id) == episode]
-    return all(status == VERIFIED for status in statuses) if statuses else None
-
-
 def markdown_section(verified: Mapping[str, Any] | None, levels: Sequence[str]) -> list[str]:
     """The report's section of the verified subset (nothing when the run has none)."""
     if not verified:
@@ -88,3 +83,38 @@ def summary_table(verified: Mapping[str, Any] | None, levels: Sequence[str]) -> 
     version = (verified.get("audit") or {}).get("version")
     title = f"verified subset (row audit {version}; separate from the full scores):"
     return format_table(verified.get("scores") or {}, [level for level in LEVELS if level in levels], title=title)
+
+
+def episode_statuses(audit: Audit) -> dict[str, bool]:
+    """Per agentic episode (a dialogue: ``level-1/<file>``, ``level-3/<index>``), whether every test row of
+    it is verified: an episode is judged on all its calls and its answer."""
+    out: dict[str, bool] = {}
+    for row_id, record in audit.rows.items():
+        episode = dialogue_of(row_id)
+        out[episode] = out.get(episode, True) and record["status"] == VERIFIED
+    return out
+
+
+def verified_view(run: Run, audit: Audit) -> Run:
+    """The run restricted to the verified subset, for ranking on it: a classic run's verified rows, scored
+    afresh from its details with this audit (so every run of a leaderboard uses one audit); an agentic
+    run's verified episodes, with the summaries its results.json records under ``verified``
+    (:class:`ValueError` for a run that records none)."""
+    results = {**run.results, "subset": True, "audit_subset": VERIFIED}
+    if run.kind == "classic":
+        files = run.results.get("files") or {}
+        details = read_json_lines(run.path / files.get("details", "details.jsonl"))
+        block = verified_block(details, audit)
+        results.update(scores=block["scores"], verified=block, audit=audit.summary())
+        view = Run(run.path, run.kind, results)
+        classic_samples(view, [entry for entry in details if _status(audit, str(entry["id"])) == VERIFIED])
+        return view
+    recorded = run.results.get("verified") or {}
+    if not recorded.get("levels"):
+        raise ValueError(f"{run.path}: the agentic run records no verified figures (run before the row audit); "
+                         "run apibank agent again to rank it on the verified subset")
+    results.update(levels=recorded["levels"], audit=recorded.get("audit"))
+    verified = episode_statuses(audit)
+    samples = {key: {name: sample for name, sample in values.items() if verified.get(sample.cluster)}
+               for key, values in run.samples.items()}
+    return Run(run.path, run.kind, results, samples)

@@ -251,7 +251,7 @@
       return fields(rows);
     };
   }
-  function classicSummary(results) {
+  function classicSummary(results, id, cellClass) {
     var scores = results.scores || {}, protocols = protocolsOf(scores), levels = levelsOf(scores);
     var cols = levels.concat(protocols.some(function (p) { return scores[p].overall; }) ? ["overall"] : []);
     var metrics = [["api", "API call accuracy"], ["dialogues", "Dialogue accuracy"], ["response", "Response ROUGE-L"]];
@@ -261,7 +261,7 @@
         body.push(el("tr", {}, el("td", {}, mi === 0 ? p : ""), el("td", {}, m[1]), cols.map(function (level) {
           var block = (scores[p][level] || {})[m[0]];
           if (!block) return el("td", { "class": "num" }, "-");
-          var attrs = { "class": "num score", "data-protocol": p, "data-level": level, "data-metric": m[0] };
+          var attrs = { "class": cellClass || "num score", "data-protocol": p, "data-level": level, "data-metric": m[0] };
           if (m[0] === "response") {
             attrs["data-count"] = block.count;
             return el("td", attrs, num(block.rouge_l) + " (n=" + block.count + ")", interval(block.ci95, false, block.ci95_reason));
@@ -271,7 +271,7 @@
         })));
       });
     });
-    return el("table", { id: "summary" }, el("thead", {}, el("tr", {}, el("th", {}, "protocol"), el("th", {}, "metric"),
+    return el("table", { id: id || "summary" }, el("thead", {}, el("tr", {}, el("th", {}, "protocol"), el("th", {}, "metric"),
       cols.map(function (c) { return el("th", { "class": "num" }, c); }))), el("tbody", {}, body));
   }
   function classicErrors(results) {
@@ -304,12 +304,35 @@
     });
     return out;
   }
+  function subsetFlags(r) {
+    var flags = [];
+    if (r.audit_subset) flags.push("--subset " + r.audit_subset);
+    if (r.limit) flags.push("--limit " + r.limit);
+    if (r.kinds && r.kinds.length === 1) flags.push("--kinds " + r.kinds[0]);
+    return flags.join(" ") || "partial predictions";
+  }
+  function leftOut(verified) {
+    var parts = [];
+    Object.keys(verified.excluded || {}).forEach(function (level) {
+      Object.keys(verified.excluded[level]).forEach(function (status) {
+        parts.push(level + " " + status + " " + verified.excluded[level][status]);
+      });
+    });
+    return parts.join(", ") || "none";
+  }
   function classicView(app) {
     var r = DATA.results, model = r.model || {};
     append(app, [el("h1", {}, "API-Bank: " + model.id),
       el("p", { "class": "meta" }, "format " + known(r.format) + " · backend " + known(model.backend) + " · apibank " + r.apibank_version +
-        " · " + r.date + (r.subset ? " · SUBSET (limit " + r.limit + ")" : "")),
+        " · " + r.date + (r.subset ? " · SUBSET (" + subsetFlags(r) + ")" : "")),
       el("h2", {}, "Summary"), classicSummary(r)]);
+    if (r.verified && !r.audit_subset) {
+      var audit = r.verified.audit || {};
+      append(app, [el("h2", {}, "Verified subset (separate from the summary above)"),
+        el("p", { "class": "meta" }, "the rows the row audit (version " + audit.version + ") marks verified, judged as in " +
+          "the summary; left out: " + leftOut(r.verified)),
+        classicSummary({ scores: r.verified.scores }, "verified-summary", "num verified-score")]);
+    }
     append(app, classicErrors(r));
     append(app, el("h2", {}, "Samples"));
     DATA.samples.forEach(function (s) {
@@ -520,7 +543,7 @@
   }
   function boardTitle(t) {
     return (t.group !== null ? "group " + t.group : "reported elsewhere") + ": " + (t.kind === "agentic" ? "setting " : "protocol ") +
-      t.protocol + ", " + t.level + (t.subset ? " (subset)" : "");
+      t.protocol + ", " + t.level + (t.subset_label ? " (" + t.subset_label + ")" : t.subset ? " (subset)" : "");
   }
   function matrixTable(t) {
     var names = t.rows.map(function (r) { return r.run; }), cells = {};
@@ -538,8 +561,11 @@
   }
   function leaderboardView(app) {
     var board = DATA.board, number = 0;
+    var on = board.ranked_on || { rows: "full" };
     append(app, [el("h1", {}, "API-Bank leaderboard"), el("p", { "class": "meta" },
-      board.groups.length + " group(s) of runs that share their samples; reference rows are never ranked")]);
+      board.groups.length + " group(s) of runs that share their samples; reference rows are never ranked"),
+      el("p", { "class": "meta", id: "ranked-on" }, on.rows === "full" ? "ranked on: the full benchmark (every scored row)" :
+        "ranked on: the " + on.rows + " subset (row audit " + (on.audit || {}).version + "), never the full benchmark")]);
     board.kept_apart.forEach(function (k) {
       append(app, el("p", { "class": "meta kept-apart" }, "kept apart: " + k.run + " is group " + k.group + " (" + k.reasons.join(" | ") + ")"));
     });
