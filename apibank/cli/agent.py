@@ -14,8 +14,8 @@ from apibank.benchmark import (
 from apibank.cli.backend_flags import add_backend_flags, chosen_backend
 from apibank.cli.evaluate import hub_id, saved_lines
 from apibank.cli.flags import (
-    add_levels, add_output, add_overwrite, add_quiet, add_thinking_budget, check_thinking_budget, checked_levels,
-    progress_bar, show_progress,
+    add_levels, add_output, add_overwrite, add_quiet, add_thinking_budget, check_audit, check_thinking_budget,
+    checked_levels, progress_bar, show_progress,
 )
 from apibank.errors import UsageError
 from apibank.files import TRAJECTORIES_FILE
@@ -85,6 +85,7 @@ def check_arguments(args: argparse.Namespace) -> tuple[list[str], Any]:
     scripted = args.model in SCRIPTED_AGENTS
     args.backend, args.backend_choice, args.backend_options = chosen_backend(args, scripted=scripted)
     check_data_dir(args.data_dir, levels)
+    check_audit(args)
     if args.output is not None:
         check_writable(args.output)
     if scripted:
@@ -159,6 +160,11 @@ def _run(args: argparse.Namespace, levels: list[str], price: Any, repo: str | No
     else:
         print(f"API-Bank agentic: model={results['model']['id']} setting={args.setting} trials={args.trials}")
         print(summary_table(summaries))
+        verified = (results.get("verified") or {}).get("levels")
+        if verified:
+            print(f"\nverified subset (row audit {results['verified']['audit']['version']}; separate from the figures "
+                  "above):")
+            print(summary_table(verified))
     if output is not None:  # --json: stdout holds the JSON alone
         print(f"\nwritten to {output}/ (results.json, {TRAJECTORIES_FILE}, report.md, report.html, leaderboard/)",
               file=sys.stderr if args.json else sys.stdout)

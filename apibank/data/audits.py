@@ -8,8 +8,8 @@ benchmark, never in its place.
 
 The file is read once per process and checked before it is used: every level holds as many rows as
 the benchmark (:data:`apibank.benchmark.FULL_COUNTS`), no id twice, every status one of
-:data:`apibank.benchmark.AUDIT_STATUSES`, the counts those of the rows, and every checksum that of the file it names: the
-local copy's where one is given (``data_dir`` or ``$APIBANK_DATA_DIR``), else the pinned manifest's.
+:data:`apibank.benchmark.AUDIT_STATUSES`, the counts those of the rows, and every checksum that of the
+file it names: the local copy's where one is given (``data_dir`` or ``$APIBANK_DATA_DIR``), else the pinned manifest's.
 A run also checks that each of its rows has an entry (:func:`check_rows`). A failed check is an
 :class:`AuditError`: one line naming what is wrong and what to do.
 """
@@ -155,7 +155,8 @@ def _audit(folder: str, local: str | None) -> Audit:
     return audit
 
 
-def load_audit(data_dir: str | os.PathLike[str] | None = None, *, folder: str | os.PathLike[str] | None = None) -> Audit:
+def load_audit(data_dir: str | os.PathLike[str] | None = None, *,
+               folder: str | os.PathLike[str] | None = None) -> Audit:
     """The shipped audit (or the one in ``folder``), checked against the data it will be used with: the
     local copy (``data_dir`` or ``$APIBANK_DATA_DIR``) where there is one, else the pinned files. Read
     and checked once per process per data folder; raises :class:`AuditError`."""
@@ -164,8 +165,8 @@ def load_audit(data_dir: str | os.PathLike[str] | None = None, *, folder: str | 
 
 
 def audit_status(row_id: str) -> str:
-    """The audit's status of a test row (``"verified"`` or why not: :data:`apibank.benchmark.AUDIT_STATUSES`); an id that is
-    no test row is an :class:`AuditError`."""
+    """The audit's status of a test row (``"verified"`` or why not: :data:`apibank.benchmark.AUDIT_STATUSES`);
+    an id that is no test row is an :class:`AuditError`."""
     return load_audit().status(row_id)
 
 
@@ -178,7 +179,7 @@ def check_rows(audit: Audit, rows: Iterable[Mapping[str, Any]]) -> None:
 
 
 def subset_rows(audit: Audit, rows: Iterable[Mapping[str, Any]], subset: str) -> list[Any]:
-    """The rows whose audit status is ``subset`` (one of :data:`apibank.benchmark.AUDIT_SUBSETS`), in their order."""
+    """The rows whose audit status is ``subset`` (one of :data:`apibank.benchmark.AUDIT_SUBSETS`), in order."""
     if subset not in AUDIT_SUBSETS:
         raise AuditError(f"unknown subset {subset!r}; expected one of {', '.join(AUDIT_SUBSETS)}")
     rows = list(rows)

@@ -1,7 +1,8 @@
 """The ``datasets`` builder of API-Bank (``apibank_dataset.ApiBank`` is its public face).
 
 Configs (one table, :data:`apibank.data.features.CONFIGS`): ``level-1``, ``level-2``, ``level-3``
-(split ``test``, each row with a ``reference`` JSON for the ``apibank`` metric) and ``training``
+(split ``test``, each row with a ``reference`` JSON for the ``apibank`` metric and its ``audit_status``) and
+``training``
 (split ``train``; ``levels=(3,)`` restricts it to the levels a copy has). Rows come from
 :func:`apibank.data.rows.iter_rows`; files from ``data_dir`` or verified downloads.
 """
@@ -15,6 +16,7 @@ import datasets
 
 from apibank.data.features import CONFIGS, FEATURES, arrow_row, mapping_of, resolve_files
 from apibank.benchmark import CITATION, HOMEPAGE
+from apibank.data.audits import load_audit
 from apibank.data.dialogues import mapping_source
 from apibank.data.rows import iter_rows
 
@@ -68,5 +70,8 @@ class ApiBank(datasets.GeneratorBasedBuilder):
         return [datasets.SplitGenerator(name=self.config.split, gen_kwargs={"files": mapping_of(files)})]
 
     def _generate_examples(self, files: dict[str, str]) -> Iterator[tuple[str, dict]]:
+        # test rows carry the row audit's status; files given here are verified against the pinned manifest,
+        # whose checksums the audit is checked against
+        audit = load_audit(self.config.data_dir) if self.config.split == "test" else None
         for row in iter_rows(self.config.name, levels=self.config.levels, source=mapping_source(files)):
-            yield row["id"], arrow_row(row)
+            yield row["id"], arrow_row({**row, "audit_status": audit.status(row["id"])} if audit else row)

@@ -52,6 +52,8 @@ TEST_FEATURES = datasets.Features(
         "instruction_icl": datasets.Value("string"),
         # The metric's reference, kept as the JSON text ``evaluate``'s metric takes.
         "reference": datasets.Value("string"),
+        # The shipped row audit's status (apibank.data.audits): "verified" or why not.
+        "audit_status": datasets.Value("string"),
     }
 )
 

@@ -165,7 +165,8 @@ def aggregate_details(details: list[Mapping[str, Any]]) -> dict[str, Any]:
             errors = Counter(entry.get("category") or "UNCATEGORISED" for entry in api if not entry.get("verdict"))
             block: dict[str, Any] = {
                 "api": {"correct": correct, "total": len(api), "accuracy": _ratio(correct, len(api))},
-                "response": {"rouge_l": _mean(rouge), "count": len(responses), "rouge_l_rougescore": _mean(rouge_score)},
+                "response": {"rouge_l": _mean(rouge), "count": len(responses),
+                             "rouge_l_rougescore": _mean(rouge_score)},
                 "errors": dict(sorted(errors.items())),
             }
             if level_spec(level).dialogue_accuracy:
@@ -174,7 +175,8 @@ def aggregate_details(details: list[Mapping[str, Any]]) -> dict[str, Any]:
                     name = dialogue_of(entry["id"])
                     dialogues[name] = dialogues.get(name, True) and bool(entry.get("verdict"))
                 good = sum(dialogues.values())
-                block["dialogues"] = {"correct": good, "total": len(dialogues), "accuracy": _ratio(good, len(dialogues))}
+                block["dialogues"] = {"correct": good, "total": len(dialogues),
+                                      "accuracy": _ratio(good, len(dialogues))}
             blocks[_level_name(level)] = block
             pooled_api[0] += correct
             pooled_api[1] += len(api)

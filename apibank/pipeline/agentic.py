@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Mapping, Sequence
 
+from apibank.data.audits import VERIFIED, Audit, load_audit
 from apibank.errors import OutputError, UsageError
 from apibank.files import (
     LEADERBOARD_DIR, REPORT_FILE, RESULTS_FILE, TRAJECTORIES_FILE, atomic_write_text, episode_key, read_trajectories,
@@ -23,6 +24,7 @@ from apibank.files import (
 from apibank.hub.agentic import write_agentic_leaderboard_files
 from apibank.report.agentic import report_markdown
 from apibank.report.html import write_report_html
+from apibank.report.verified import episode_statuses
 
 # ``(total, description, initial)`` -> a progress bar (a context manager with ``update()``)
 ProgressBar = Callable[[int, str, int], ContextManager[Any]]
@@ -109,6 +111,7 @@ def run_agentic(
     from apibank.pipeline.results import library_versions, package_version, usage_totals
 
     done = {episode_key(record): record for record in previous}
+    audit = load_audit(data_dir)
     sets = [load_episodes(level, data_dir) for level in levels]
     gold = default_gold_cache(data_dir)
     agent_factory, driver = agent_and_driver(model, backend, backend_options, tool_format=tool_format,
@@ -166,6 +169,7 @@ def run_agentic(
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "apibank_version": package_version(),
         "levels": summaries,
+        "verified": verified_summaries(audit, sets, records, trials),
         "usage": usage,
         "versions": library_versions(),
     }
@@ -177,6 +181,26 @@ def run_agentic(
     if output is not None:
         write_agentic_outputs(results, output, dataset_id=dataset_id)
     return results
+
+
+def verified_summaries(audit: Audit, sets: Sequence[Any], records: Sequence[Mapping[str, Any]],
+                       trials: int) -> dict[str, Any]:
+    """The per-level summaries of the episodes whose every test row the row audit marks verified (an episode
+    is judged on all its calls and its answer), with the episodes left out and those no test row maps to
+    (:func:`apibank.report.verified.episode_statuses`): reported beside the full summaries, never mixed."""
+    from apibank.agent.episode_runner import summarise
+    from apibank.data.episodes import EpisodeSet
+
+    verified = episode_statuses(audit)
+    levels = {}
+    for episodes in sets:
+        kept = [episode for episode in episodes.episodes if verified.get(episode.id)]
+        levels[episodes.level] = {
+            **summarise(EpisodeSet(episodes.level, kept, episodes.skipped), records, trials),
+            "episodes_left_out": sum(verified.get(episode.id) is False for episode in episodes.episodes),
+            "episodes_without_rows": sum(episode.id not in verified for episode in episodes.episodes),
+        }
+    return {"audit": audit.summary(), "status": VERIFIED, "levels": levels}
 
 
 def write_agentic_outputs(

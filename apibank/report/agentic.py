@@ -44,6 +44,18 @@ def summary_table(levels: Mapping[str, Mapping[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def verified_section(verified: Mapping[str, Any] | None) -> list[str]:
+    """The verified episodes' table, in a section of its own (nothing when the run has none)."""
+    if not verified or not verified.get("levels"):
+        return []
+    levels = verified["levels"]
+    left = ", ".join(f"{level}: {s['episodes_left_out']} left out, {s['episodes_without_rows']} without test rows"
+                     for level, s in levels.items())
+    return ["", f"## Verified subset (separate from the figures above; row audit {verified['audit']['version']})", "",
+            "Only the episodes whose every test row the row audit marks verified; " + left + ".", "",
+            summary_table(levels)]
+
+
 def report_markdown(results: Mapping[str, Any]) -> str:
     levels = results["levels"]
     parts = [
@@ -58,6 +70,7 @@ def report_markdown(results: Mapping[str, Any]) -> str:
         "result the gold calls read was obtained by some call of the model. ROUGE-L is reported beside it.",
         "Brackets: 95% interval by a percentile bootstrap over episodes (each resampled with all its trials).",
     ]
+    parts += verified_section(results.get("verified"))
     for level, summary in levels.items():
         if summary["gold_calls_excluded"] or summary["skipped_files"] or summary["gold_reads_drifted"]:
             parts.append("")

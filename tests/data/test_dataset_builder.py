@@ -17,6 +17,8 @@ import datasets
 import pytest
 import yaml
 
+from apibank.benchmark import AUDIT_STATUSES
+from apibank.data.audits import audit_status
 from apibank.data.features import arrow_row
 from apibank.data.configs import TRAINING_CONFIG, required_files
 from apibank.data.rows import iter_rows
@@ -75,7 +77,12 @@ def test_local_build_matches_rows(data_dir, local_cache, config):
          "arguments": datasets.Json(), "result": datasets.Json()}
     )
     assert dataset.features["reference"] == datasets.Value("string")
-    assert _floats_to_12_digits(dataset.to_list()) == [_decoded(row) for row in iter_rows(config, data_dir)]
+    assert dataset.features["audit_status"] == datasets.Value("string")
+    built = _floats_to_12_digits(dataset.to_list())
+    # every test row carries the shipped row audit's status, one of the taxonomy's
+    assert [row.pop("audit_status") for row in built] == [audit_status(row["id"]) for row in built]
+    assert {audit_status(row["id"]) for row in built} <= set(AUDIT_STATUSES)
+    assert built == [_decoded(row) for row in iter_rows(config, data_dir)]
     assert list(builder.info.splits) == ["test"]
 
 
@@ -158,7 +165,8 @@ def upstream_server(data_dir, monkeypatch):
 def test_download_path_verifies_and_matches_local_rows(data_dir, upstream_server, tmp_path):
     builder = _build("level-3", tmp_path)
     rows = builder.as_dataset(split="test").to_list()
-    assert _floats_to_12_digits(rows) == [_decoded(row) for row in iter_rows("level-3", data_dir)]
+    assert _floats_to_12_digits(rows) == [{**_decoded(row), "audit_status": audit_status(row["id"])}
+                                          for row in iter_rows("level-3", data_dir)]
     served = {path.lstrip("/") for path in upstream_server.requested}
     assert served == set(required_files("level-3"))
     train = _build(TRAINING_CONFIG, tmp_path, levels=(3,)).as_dataset(split="train")
