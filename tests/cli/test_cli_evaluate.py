@@ -102,7 +102,7 @@ def test_kinds_api_scores_every_api_row_as_a_subset(data_dir, tmp_path, capsys):
     assert apibank_cli.main(["evaluate", "--model", "oracle", "--kinds", "api", "--data-dir", str(data_dir),
                              "--output", str(tmp_path / "pushed"), "--dataset-id", DATASET_ID,
                              "--push-to-hub", "someone/model"]) == 2
-    assert "a --limit or --kinds subset is never pushed" in capsys.readouterr().err
+    assert "a subset (--kinds api) is never pushed to the Hub" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("fmt", ["paper", "chat", "tools"])
