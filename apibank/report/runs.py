@@ -121,10 +121,12 @@ RESULTS_SCHEMA = {
     "usage": Maybe({"samples": Maybe(int), "wall_seconds": Maybe(NUMBER), "this_run": Maybe({"samples": Maybe(int)})}),
 }
 # an agentic run's levels (a classic run lists its levels)
+AGENTIC_LEVEL = {"runs": Maybe(int), "succeeded": Maybe(int), "success_rate": Maybe(NUMBER), "pass_k": Maybe(NUMBER),
+                 "response_rouge_l": Maybe(NUMBER), "ci95": Maybe(Each(INTERVAL)), "ci95_reason": Maybe(str)}
 AGENTIC_RESULTS_SCHEMA = {
-    "levels": Maybe(Each({"runs": Maybe(int), "succeeded": Maybe(int), "success_rate": Maybe(NUMBER),
-                          "pass_k": Maybe(NUMBER), "response_rouge_l": Maybe(NUMBER), "ci95": Maybe(Each(INTERVAL)),
-                          "ci95_reason": Maybe(str)})),
+    "levels": Maybe(Each(AGENTIC_LEVEL)),
+    # the summaries of the verified episodes (apibank.report.verified)
+    "verified": Maybe({"levels": Maybe(Each(AGENTIC_LEVEL)), "audit": Maybe({"version": Maybe(str)})}),
 }
 DETAIL_SCHEMA = {"id": str, "protocol": str, "level": (int, str), "kind": str, "verdict": Maybe((bool, int)),
                  "score": Maybe(NUMBER), "category": Maybe(str), "name": Maybe(str), "seconds": Maybe(NUMBER)}

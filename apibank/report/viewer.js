@@ -387,24 +387,36 @@
       ["final answers", e.answers],
     ]);
   }
-  function agenticView(app) {
-    var r = DATA.results, model = r.model || {}, levels = Object.keys(r.levels || {}).sort();
-    append(app, [el("h1", {}, "API-Bank agentic: " + model.id),
-      el("p", { "class": "meta" }, "setting " + r.setting + " · backend " + model.backend + " · trials " + r.trials + " · " + r.date),
-      el("h2", {}, "Summary")]);
+  function agenticSummary(summaries, levels, id, cellClass) {
     var head = el("tr", {}, el("th", {}, "level"), el("th", { "class": "num" }, "episodes"), el("th", { "class": "num" }, "runs"),
       FIGURES.map(function (f) { return el("th", { "class": "num" }, f[1]); }));
     var rows = levels.map(function (level) {
-      var s = r.levels[level], ci = s.ci95 || {};
+      var s = summaries[level], ci = s.ci95 || {};
       return el("tr", {}, el("td", {}, level),
-        el("td", { "class": "num score", "data-level": level, "data-metric": "episodes" }, s.episodes),
-        el("td", { "class": "num score", "data-level": level, "data-metric": "succeeded", "data-correct": s.succeeded, "data-total": s.runs }, s.runs),
+        el("td", { "class": cellClass, "data-level": level, "data-metric": "episodes" }, s.episodes),
+        el("td", { "class": cellClass, "data-level": level, "data-metric": "succeeded", "data-correct": s.succeeded, "data-total": s.runs }, s.runs),
         FIGURES.map(function (f) {
           var v = s[f[0]];
           return el("td", { "class": "num" }, f[2] === true ? pct(v) : num(v, f[2] === null ? 2 : 4), interval(ci[f[0]], f[2] === true, s.ci95_reason));
         }));
     });
-    app.appendChild(el("table", { id: "summary" }, el("thead", {}, head), el("tbody", {}, rows)));
+    return el("table", { id: id }, el("thead", {}, head), el("tbody", {}, rows));
+  }
+  function agenticView(app) {
+    var r = DATA.results, model = r.model || {}, levels = Object.keys(r.levels || {}).sort();
+    append(app, [el("h1", {}, "API-Bank agentic: " + model.id),
+      el("p", { "class": "meta" }, "setting " + r.setting + " · backend " + model.backend + " · trials " + r.trials + " · " + r.date),
+      el("h2", {}, "Summary")]);
+    app.appendChild(agenticSummary(r.levels, levels, "summary", "num score"));
+    var verified = (r.verified || {}).levels;
+    if (verified) {
+      var kept = Object.keys(verified).sort();
+      append(app, [el("h2", {}, "Verified subset (separate from the summary above)"),
+        el("p", { "class": "meta" }, "the episodes whose every test row the row audit (version " + (r.verified.audit || {}).version +
+          ") marks verified; " + kept.map(function (l) { return l + ": " + verified[l].episodes_left_out + " left out, " +
+          verified[l].episodes_without_rows + " without test rows"; }).join("; ")),
+        agenticSummary(verified, kept, "verified-summary", "num verified-score")]);
+    }
     app.appendChild(el("h2", {}, "Error analysis"));
     var reasons = levels.map(function (level) {
       var c = {};

@@ -164,3 +164,18 @@ def test_a_one_dialogue_run_shows_why_it_has_no_interval(oracle_run, data_dir, t
     dom = loaded(out / "report.html")
     # level-1 and overall, API calls and responses, both protocols
     assert dom.count(">one dialogue: no interval<") == 8 and not re.search(r"95% CI \[-?\d", dom)  # none drawn
+
+
+def test_verified_subset_is_a_section_of_its_own(oracle_run):
+    results = json.loads((oracle_run / "results.json").read_text("utf-8"))
+    dom = loaded(oracle_run / "report.html")
+    assert 'id="verified-summary"' in dom and "Verified subset (separate from the summary above)" in dom
+    cells = [dict(re.findall(r'data-(\w+)="([^"]*)"', cell))
+             for cell in re.findall(r'<td class="num verified-score"[^>]*>', dom)]
+    assert cells
+    for cell in cells:
+        block = results["verified"]["scores"][cell["protocol"]][cell["level"]][cell["metric"]]
+        if cell["metric"] == "response":
+            assert int(cell["count"]) == block["count"]
+        else:
+            assert (int(cell["correct"]), int(cell["total"])) == (block["correct"], block["total"])
