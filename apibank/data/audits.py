@@ -126,22 +126,27 @@ def _checked(folder: Path) -> Audit:
 
 
 def _check_data(audit: Audit, local: Path | None) -> None:
-    """Every checksum of the audit is its file's: the local copy's, else the pinned manifest's."""
+    """Every checksum of the audit is its file's: the local copy's for the files the test rows come from, else
+    (and for the other upstream files an audit reads, the training set's) the pinned manifest's; a file the
+    manifest pins by git blob only is compared with the local copy where there is one."""
     tested = {path for level in LEVELS for path in required_files(level)}
     if not audit.data_sha256:
         raise AuditError(f"the row audit names no upstream file it was made from; {_REPAIR}")
     for path, recorded in sorted(audit.data_sha256.items()):
-        if path not in tested:
-            raise AuditError(f"the row audit was made from {path}, not a file the test rows come from; {_REPAIR}")
-        if local is not None:
+        if path not in manifest().files:
+            raise AuditError(f"the row audit was made from {path}, not a file of the pinned upstream data; {_REPAIR}")
+        pinned = manifest().entry(path).sha256
+        if local is not None and (path in tested or (pinned is None and (local / path).is_file())):
             try:
                 actual = sha256_of((local / path).read_bytes())
             except OSError:
                 raise AuditError(f"the row audit was made from {path}, which {local} lacks; give the data folder "
                                  "the audit was made from (--data-dir)") from None
             origin = str(local / path)
+        elif pinned is None:  # a file the manifest pins by git blob only (level-1/2 training): checked when read
+            continue
         else:
-            actual, origin = manifest().entry(path).sha256, "the pinned upstream commit"
+            actual, origin = pinned, "the pinned upstream commit"
         if actual != recorded:
             raise AuditError(f"the row audit does not match the data: {path} from {origin} has SHA-256 "
                              f"{str(actual)[:12]}..., the audit was made from {recorded[:12]}...; score the data "

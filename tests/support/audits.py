@@ -10,17 +10,19 @@ from typing import Callable, Mapping
 from apibank.data import audits
 
 
-def copy_audit(folder: Path, statuses: Mapping[str, str] = (), *,
+def copy_audit(folder: Path, statuses: Mapping[str, str] | None = None, *, others: str | None = None,
                edit_meta: Callable[[dict], None] | None = None,
                edit_rows: Callable[[list[dict]], list[dict]] | None = None) -> Path:
-    """The shipped audit copied into ``folder`` with ``statuses`` (row id -> status) applied and the counts made
-    to agree, then ``edit_rows`` and ``edit_meta`` applied as they are (to damage it)."""
+    """The shipped audit copied into ``folder`` with ``statuses`` (row id -> status) applied (and ``others`` given
+    to every other row, so that a test does not depend on the shipped decisions) and the counts made to agree,
+    then ``edit_rows`` and ``edit_meta`` applied as they are (to damage it)."""
     folder.mkdir(parents=True, exist_ok=True)
     source = audits.AUDIT_DIR
     rows = [json.loads(line) for line in (source / audits.AUDIT_ROWS_FILE).read_text("utf-8").splitlines() if line]
     for row in rows:
-        if row["id"] in statuses:
-            row["status"] = statuses[row["id"]]
+        status = (statuses or {}).get(row["id"], others)
+        if status is not None:
+            row["status"] = status
             row["reason"], row["evidence"] = "changed by a test", "a test"
     meta = json.loads((source / audits.AUDIT_META_FILE).read_text("utf-8"))
     counts: dict[str, dict[str, int]] = {}
