@@ -45,8 +45,10 @@ def use_audit(monkeypatch, folder: Path) -> None:
     monkeypatch.setattr(audits, "AUDIT_DIR", folder)
 
 
-def copy_data(data_dir: Path, folder: Path, change: Mapping[str, bytes] = ()) -> Path:
-    """A data folder of symbolic links to ``data_dir``'s files, except the paths in ``change``, written anew."""
+def copy_data(data_dir: Path, folder: Path, change: Mapping[str, bytes] | None = None) -> Path:
+    """A data folder of symbolic links to ``data_dir``'s files, except the paths in ``change``, written anew
+    (whether ``data_dir`` has them or not)."""
+    change = change or {}
     for path in data_dir.rglob("*"):
         if path.is_file():
             target = folder / path.relative_to(data_dir)
@@ -56,4 +58,9 @@ def copy_data(data_dir: Path, folder: Path, change: Mapping[str, bytes] = ()) ->
                 target.write_bytes(change[relative])
             else:
                 target.symlink_to(path)
+    for relative, data in change.items():  # files the copy lacks, too
+        target = folder / relative
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
     return folder
