@@ -110,7 +110,8 @@ def test_subset_summary_line_and_refusals(data_dir, audit_folder, tmp_path, monk
     assert "backend=oracle (subset: --subset verified)" in shown and "verified subset (row audit" not in shown
     assert _results(tmp_path / "scored")["counts"]["level-3"] == {"api": 243, "response": 49}
     assert apibank_cli.main(["evaluate", "--model", "oracle", "--levels", "3", "--data-dir", str(data_dir),
-                             "--subset", "verified", "--push-to-hub", "someone/model", "--dataset-id", "someone/api-bank",
+                             "--subset", "verified", "--push-to-hub", "someone/model",
+                             "--dataset-id", "someone/api-bank",
                              "--output", str(tmp_path / "pushed")]) == 2
     assert "a subset (--subset verified) is never pushed to the Hub" in capsys.readouterr().err
     with pytest.raises(SystemExit) as caught:
