@@ -101,11 +101,11 @@ DEFAULT_TRAINING_FORMAT = "paper"
 # The two kinds of test row: an API call to predict, or a response to the user to write.
 SAMPLE_KINDS = ("api", "response")
 
-# The row audit's statuses (apibank.data.audits): a test row is verified, or the first of the others
-# that applies to it. The subsets a run may be restricted to (--subset) are the rows of one status.
+# The row audit's statuses (apibank.data.audits): a test row is verified, or the first of the others, in
+# this order, that applies to it. The subsets a run may be restricted to (--subset) are the rows of one status.
 AUDIT_VERIFIED = "verified"
-AUDIT_STATUSES = (AUDIT_VERIFIED, "underdetermined", "wrong-gold", "wording", "not-reproducible", "duplicate",
-                  "in-training")
+AUDIT_STATUSES = (AUDIT_VERIFIED, "wrong-gold", "underdetermined", "not-reproducible", "wording", "in-training",
+                  "duplicate")
 AUDIT_SUBSETS = (AUDIT_VERIFIED,)
 
 # Samples per level of the test split: API-call rows and response rows.

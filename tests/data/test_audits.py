@@ -86,7 +86,7 @@ def _unknown_level(rows):
 @pytest.mark.parametrize(("edit_rows", "edit_meta", "said"), [
     (_drop_one, None, r"audits 773 rows of level-1, the benchmark has 774: rows are missing"),
     (_twice, None, r"is audited twice"),
-    (_unknown_status, None, r"status 'dubious' is none of verified, underdetermined"),
+    (_unknown_status, None, r"status 'dubious' is none of verified, wrong-gold, underdetermined"),
     (_unknown_level, None, r"'level-9/x#0' is not a test row id"),
     (None, lambda meta: meta["counts"]["level-2"].update(verified=1), r"AUDIT.json counts .*, its rows"),
     (None, lambda meta: meta.update(rows=12), r"says 12 rows"),
