@@ -5,6 +5,8 @@ verified without review, a flagged row needs a hand-written decision (:mod:`apib
 
 * ``untraced_argument`` -- a gold argument value that neither the dialogue, an earlier tool result,
   the offered tools' documentation nor a stated derivation gives (:mod:`apibank.audit.tracing`);
+* ``tool_intent`` -- a gold call whose action (Add, Delete, Cancel, Modify, Query, from the tool's name)
+  the user never asks for: the user asks to set a reminder, the gold deletes one;
 * ``wording_sensitive`` -- a free-text argument, not given verbatim, whose meaning-preserving
   rewording (case, a final full stop, articles) flips the corrected verdict of the gold call;
 * ``not_reproduced`` -- the gold call's recorded result is not what a fresh execution gives, neither
@@ -92,6 +94,35 @@ def untraced_argument(rows: list[AuditRow], env: Environment | None = None) -> d
                    for leaf in argument_leaves(value) if trace_value(leaf, context) is None]
         if missing:
             flags[item.id] = _flag("untraced_argument", "untraced", missing)
+    return flags
+
+
+# ------------------------------------------------------------------------------ tool intent
+# The action a tool's name begins with, and the words a user asks for that action with.
+ACTIONS = {
+    "Add": r"\b(add|set|create|book|schedule|make|register|remind me|record|new|reserv\w*|put)\b",
+    "Delete": r"\b(delete|remove|cancel|clear)\b",
+    "Cancel": r"\b(cancel|delete|remove)\b",
+    "Modify": r"\b(modify|change|update|reschedule|move|edit|switch)\b",
+    "Query": r"\b(give me|list|any|have|check|query|tell me|what|show|find|look up|get|see if|retrieve|view|know|"
+             r"confirm|details)\b",
+}
+
+
+def tool_intent(rows: list[AuditRow], env: Environment | None = None) -> dict[str, Flag]:
+    """Gold calls whose action (Add, Delete, Cancel, Modify, Query: the start of the tool's name) the user
+    never asks for in any words of that action."""
+    flags = {}
+    for item in rows:
+        if item.gold is None:
+            continue
+        action = re.match("|".join(ACTIONS), item.gold["api_name"])
+        if action is None:
+            continue
+        said = normalised(" ".join(t["text"] for t in item.row["history"] if t["role"] == "User"))
+        if not re.search(ACTIONS[action.group()], said):
+            flags[item.id] = _flag("tool_intent", "action never asked for",
+                                   {"tool": item.gold["api_name"], "action": action.group()})
     return flags
 
 
@@ -240,6 +271,7 @@ def training_overlap(rows: list[AuditRow], env: Environment) -> dict[str, Flag]:
 
 CHECKS: dict[str, Callable[..., dict[str, Flag]]] = {
     "untraced_argument": untraced_argument,
+    "tool_intent": tool_intent,
     "wording_sensitive": wording_sensitive,
     "not_reproduced": not_reproduced,
     "duplicate": duplicate,

@@ -91,6 +91,15 @@ def test_untraced_argument_flags_credentials_never_given(flags):
     assert not any(f["check"] == "untraced_argument" for f in flags["level-1/AddAgenda-level-1-1#2"])
 
 
+def test_tool_intent_flags_a_call_the_user_never_asked_for(flags):
+    # "can you remind me to pay bills on March 20th at 12 PM?" -- the gold deletes a reminder
+    flag = next(f for f in flags["level-2/DeleteReminder-level-3-1#4"] if f["check"] == "tool_intent")
+    assert flag["detail"] == {"tool": "DeleteReminder", "action": "Delete"}
+    flagged = sorted(row_id for row_id, found in flags.items() if any(f["check"] == "tool_intent" for f in found))
+    assert flagged == ["level-2/DeleteReminder-level-3-1#4", "level-2/QueryReminder-level-3-2#1",
+                       "level-2/QueryReminder-level-3-2#2"]
+
+
 def test_wording_sensitive_flags_a_reworded_question(flags):
     flag = next(f for f in flags["level-1/DocumentQA-level-1-1#4"] if f["check"] == "wording_sensitive")
     assert "'What is customer support like for this software?' judged wrong" in " ".join(flag["detail"])
@@ -121,7 +130,8 @@ def test_training_overlap_finds_a_requirement_inside_the_training_data(flags):
 
 
 def test_the_checks_are_registered_once_in_order():
-    assert list(CHECKS) == ["untraced_argument", "wording_sensitive", "not_reproduced", "duplicate", "training_overlap"]
+    assert list(CHECKS) == ["untraced_argument", "tool_intent", "wording_sensitive", "not_reproduced", "duplicate",
+                            "training_overlap"]
 
 
 # ------------------------------------------------------------------------------ tracing
