@@ -7,8 +7,9 @@ The third-party predictions are Qwen/Qwen3.6-35B-A3B-FP8's calls graded in upstr
 folder holding those three files. The pull request prompted the model without ToolSearcher (every tool's
 description in the system prompt) and replayed the gold calls between steps, so each predicted call answers
 the same history as one API row here; ToolSearcher rows and response rows have no prediction. A prediction is
-matched to the rows whose dialogue file and gold call (name and arguments) it names, in order; rows that
-repeat an earlier row's whole content share its prediction.
+matched to the rows whose dialogue file and gold call (name and arguments) it names, in order, one
+prediction per row; where a call has fewer predictions than rows, rows that repeat an earlier row's whole
+content share its prediction.
 
     python benchmarks/audit_rescore.py --data-dir ../shared/apibank-upstream --pr229 DIR [--output table.md]
 """
@@ -82,9 +83,13 @@ def pr229_predictions(rows: Sequence[AuditRow], folder: Path) -> tuple[dict[str,
             contexts[key].setdefault(row.signature(), []).append(row.id)
         used = 0
         for key, by_signature in contexts.items():
-            for (signature, ids), prediction in zip(by_signature.items(), steps.get(key, [])):
+            given = steps.get(key, [])
+            ids = [row_id for same in by_signature.values() for row_id in same]
+            # one prediction per row where the counts agree; else one per distinct history, shared by its copies
+            groups = [[row_id] for row_id in ids] if len(given) == len(ids) else list(by_signature.values())
+            for group, prediction in zip(groups, given):
                 used += 1
-                for row_id in ids:
+                for row_id in group:
                     predictions[row_id] = prediction
         total = sum(len(v) for v in steps.values())
         report[f"level-{level}"] = {"predictions": total, "matched": used, "unmatched": total - used,
