@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from apibank.audit.checks import CHECKS, TRAINING_NOTE, AuditRow, Environment, audit_rows
+from apibank.audit.checks import CHECKS, AuditRow, Environment, audit_rows
 from apibank.audit.taxonomy import AUDIT_VERSION, PRECEDENCE, STATUSES, VERIFIED
 from apibank.benchmark import LEVELS
 from apibank.data.configs import required_files
@@ -107,9 +107,8 @@ def records(rows: list[AuditRow], flags: Mapping[str, list[dict[str, Any]]],
         if decision is None:
             output.append({"id": row.id, "status": VERIFIED, "checks": [], "reason": UNFLAGGED_REASON, "evidence": ""})
             continue
-        if decision["status"] != VERIFIED:
-            if not decision["evidence"].strip():
-                raise AuditError(f"{row.id}: a {decision['status']} decision needs quoted evidence")
+        if decision["status"] != VERIFIED and not decision["evidence"].strip():
+            raise AuditError(f"{row.id}: a {decision['status']} decision needs quoted evidence")
         text = row_text(row.row)
         unquoted = [part for part in decision["evidence"].split(EVIDENCE_SEPARATOR) if part and part not in text]
         if unquoted:
@@ -130,12 +129,11 @@ def summary(audit: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     for record in audit:
         counts[record["id"].split("/", 1)[0]][record["status"]] += 1
         total += 1
+    # Statuses in order of precedence (the first that applies is a row's); the checks, the training
+    # data they compare against and how decisions were made: docs/verified.md.
     return {
         "version": AUDIT_VERSION,
-        "statuses": dict(STATUSES),
-        "precedence": list(PRECEDENCE),
-        "checks": {name: (check.__doc__ or "").split("\n\n")[0].strip() for name, check in CHECKS.items()},
-        "training_data": TRAINING_NOTE,
+        "statuses": {status: STATUSES[status] for status in PRECEDENCE},
         "data_sha256": data_checksums(),
         "counts": counts,
         "rows": total,

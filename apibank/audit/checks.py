@@ -15,7 +15,8 @@ verified without review, a flagged row needs a hand-written decision (:mod:`apib
 * ``duplicate`` -- a row whose history and target repeat an earlier row's (exactly, or with 90% of
   its word trigrams shared and the same target), within or across levels;
 * ``training_overlap`` -- a row whose dialogue text is found in the training data (exactly, or half
-  of its word 8-grams), of the training files that exist (level 3 only; see :data:`TRAINING_NOTE`).
+  of its word 8-grams), of the training files that exist: the pinned upstream folder holds level 3's only
+  (``training-data/lv3-*.json``), so every level is compared against those.
 """
 
 from __future__ import annotations
@@ -25,16 +26,12 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
+from apibank.audit.tracing import ISO_DATE, argument_leaves, normalised, row_context, trace_value
 from apibank.benchmark import SEARCHER
 from apibank.data.renames import renamed_record
-from apibank.audit.tracing import ISO_DATE, argument_leaves, normalised, row_context, trace_value
 from apibank.notation import render_request
 
 Flag = dict[str, Any]
-TRAINING_NOTE = (
-    "upstream publishes training data for level 3 only in the pinned folder (training-data/lv3-*.json); the "
-    "level-1 and level-2 training files are not there, so overlap is measured against the level-3 training data"
-)
 
 
 @dataclass
@@ -168,8 +165,8 @@ def wording_sensitive(rows: list[AuditRow], env: Environment) -> dict[str, Flag]
 # ---------------------------------------------------------------------------- reproducibility
 def not_reproduced(rows: list[AuditRow], env: Environment) -> dict[str, Flag]:
     """Gold calls whose recorded result a fresh execution does not give (``apibank.judge.replay``)."""
-    from apibank.judge.replay import level3_gold_calls, level12_gold_calls, replay_toolset
     from apibank.benchmark import TOOLSETS
+    from apibank.judge.replay import level3_gold_calls, level12_gold_calls, replay_toolset
 
     judge, data_dir = env.judge, env.data_dir
     failures: dict[tuple[str, int], str] = {}

@@ -9,7 +9,8 @@ STATUSES = {
     VERIFIED: "Every judged value is given by the dialogue, a tool result, the tools' documentation or a stated "
               "derivation; the gold agrees with the dialogue; the verdict does not hang on free wording or on an "
               "unreproducible record; the row repeats no other row and was not found in the training data.",
-    "wrong-gold": "The gold call contradicts the dialogue (a value the user stated differently, a result misused).",
+    "wrong-gold": "The gold call contradicts the dialogue (a value the user stated differently, an action the user "
+                  "did not ask for).",
     "underdetermined": "A value the judge compares is not given before the target (credentials never stated, a "
                        "year or time of day never said, a meeting's end never fixed), so no model can know it.",
     "not-reproducible": "The recorded result is not what a fresh execution of the gold call gives, and the tool's "

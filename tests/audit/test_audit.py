@@ -59,7 +59,8 @@ def test_the_summary_counts_the_file_and_pins_the_data():
     for level, by_status in summary["counts"].items():
         for status, count in by_status.items():
             assert count == sum(r["status"] == status and r["id"].startswith(level + "/") for r in audit)
-    assert summary["statuses"] == STATUSES and summary["precedence"] == list(PRECEDENCE)
+    assert set(summary) == {"version", "statuses", "data_sha256", "counts", "rows"}
+    assert summary["statuses"] == STATUSES and list(summary["statuses"]) == list(PRECEDENCE)
     assert summary["data_sha256"] == data_checksums()
 
 
