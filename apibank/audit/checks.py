@@ -7,6 +7,8 @@ verified without review, a flagged row needs a hand-written decision (:mod:`apib
   the offered tools' documentation nor a stated derivation gives (:mod:`apibank.audit.tracing`);
 * ``tool_intent`` -- a gold call whose action (Add, Delete, Cancel, Modify, Query, from the tool's name)
   the user never asks for: the user asks to set a reminder, the gold deletes one;
+* ``response_untraced_number`` -- a gold response stating a number (an id, a balance) that no tool
+  returned and nobody said;
 * ``wording_sensitive`` -- a free-text argument, not given verbatim, whose meaning-preserving
   rewording (case, a final full stop, articles) flips the corrected verdict of the gold call;
 * ``not_reproduced`` -- the gold call's recorded result is not what a fresh execution gives, neither
@@ -26,7 +28,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
-from apibank.audit.tracing import ISO_DATE, argument_leaves, normalised, row_context, trace_value
+from apibank.audit.tracing import (
+    ISO_DATE, NUMBER, argument_leaves, normalised, row_context, stated_numbers, trace_value,
+)
 from apibank.benchmark import SEARCHER
 from apibank.data.renames import renamed_record
 from apibank.notation import render_request
@@ -91,6 +95,30 @@ def untraced_argument(rows: list[AuditRow], env: Environment | None = None) -> d
                    for leaf in argument_leaves(value) if trace_value(leaf, context) is None]
         if missing:
             flags[item.id] = _flag("untraced_argument", "untraced", missing)
+    return flags
+
+
+# ------------------------------------------------------------------------------ responses
+def response_untraced_number(rows: list[AuditRow], env: Environment | None = None) -> dict[str, Flag]:
+    """Gold responses that state a number nothing before them gives: an id, a balance, a count the
+    tools never returned. Integers up to 12 are left out (list numbering, clock hours, small counts), a
+    percentage is traced by its fraction (50% by 0.5) and a rounded figure by what it rounds."""
+    flags = {}
+    for item in rows:
+        if item.row["kind"] != "response":
+            continue
+        stated = stated_numbers(row_context(item.row).everything)
+        missing = []
+        for match in NUMBER.finditer(item.row["target"]["text"]):
+            text = match.group().replace(",", "")
+            value = float(text)
+            places = len(text.partition(".")[2])
+            if (value.is_integer() and abs(value) <= 12) or value / 100 in stated or any(
+                    round(number, places) == value for number in stated):
+                continue
+            missing.append(match.group())
+        if missing:
+            flags[item.id] = _flag("response_untraced_number", "untraced", missing)
     return flags
 
 
@@ -269,6 +297,7 @@ def training_overlap(rows: list[AuditRow], env: Environment) -> dict[str, Flag]:
 CHECKS: dict[str, Callable[..., dict[str, Flag]]] = {
     "untraced_argument": untraced_argument,
     "tool_intent": tool_intent,
+    "response_untraced_number": response_untraced_number,
     "wording_sensitive": wording_sensitive,
     "not_reproduced": not_reproduced,
     "duplicate": duplicate,

@@ -156,7 +156,7 @@ def stated_times(text: str) -> set[tuple[int, int]]:
     return found
 
 
-_NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?")
+NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?")
 
 
 NUMBER_WORDS = {word: float(n) for n, word in enumerate(
@@ -168,7 +168,7 @@ def stated_numbers(text: str) -> set[float]:
     numbers = {NUMBER_WORDS[word] for word in re.findall(r"[a-z]+", text) if word in NUMBER_WORDS}
     if re.search(r"\b(just|only) (a|one)\b|\ba single\b", text):
         numbers.add(1.0)
-    for match in _NUMBER.finditer(text):
+    for match in NUMBER.finditer(text):
         try:
             number = float(match.group().replace(",", ""))
         except ValueError:
@@ -251,7 +251,7 @@ def trace_value(value: Any, context: Context) -> str | None:
     if text == "":
         return "empty value"
     try:
-        number = float(text.replace(",", "")) if _NUMBER.fullmatch(text) else None
+        number = float(text.replace(",", "")) if NUMBER.fullmatch(text) else None
     except ValueError:
         number = None
     if number is not None:

@@ -101,6 +101,14 @@ def test_tool_intent_flags_a_call_the_user_never_asked_for(flags):
                        "level-2/QueryReminder-level-3-2#2"]
 
 
+def test_response_untraced_number_flags_an_id_no_tool_returned(flags):
+    # the registration returned "43744231"; the gold answer says "your appointment ID is 12345"
+    flag = next(f for f in flags["level-1/AppointmentRegistration-level-1-1#1"] if f["check"] == "response_untraced_number")
+    assert flag["detail"] == ["12345"]
+    # "The result is 77.3333." after a calculator result of 77.33333333333333 is a rounding
+    assert not any(f["check"] == "response_untraced_number" for f in flags["level-2/Calculator-level-3-1#3"])
+
+
 def test_wording_sensitive_flags_a_reworded_question(flags):
     flag = next(f for f in flags["level-1/DocumentQA-level-1-1#4"] if f["check"] == "wording_sensitive")
     assert "'What is customer support like for this software?' judged wrong" in " ".join(flag["detail"])
@@ -131,8 +139,8 @@ def test_training_overlap_finds_a_requirement_inside_the_training_data(flags):
 
 
 def test_the_checks_are_registered_once_in_order():
-    assert list(CHECKS) == ["untraced_argument", "tool_intent", "wording_sensitive", "not_reproduced", "duplicate",
-                            "training_overlap"]
+    assert list(CHECKS) == ["untraced_argument", "tool_intent", "response_untraced_number", "wording_sensitive",
+                            "not_reproduced", "duplicate", "training_overlap"]
 
 
 # ------------------------------------------------------------------------------ tracing
