@@ -2,7 +2,8 @@
 stated derivation (a date or time written another way, a number with its unit, a language's code).
 
 A row's *context* is what the model is shown before the target: the user's and assistant's words,
-the earlier calls (their arguments and recorded results) and the descriptions of the tools offered.
+the earlier calls (their arguments and recorded results), the instruction and the descriptions of the
+tools offered.
 :func:`trace_value` returns how a value is traced, or None; nothing here knows which tool is judged.
 """
 
@@ -52,7 +53,9 @@ def row_context(row: Mapping[str, Any]) -> Context:
             results.append(_unescaped(turn["result"]))
         else:
             said.append(turn["text"])
-    documentation = [_unescaped(tool["description"]) for tool in row["tools"]]
+    # The instruction heads the prompt: the tools' descriptions and, at levels 1 and 2, "The current
+    # year is 2023."
+    documentation = [row.get("instruction", "")] + [_unescaped(tool["description"]) for tool in row["tools"]]
     return Context({
         DIALOGUE: normalised(" \n ".join(said)),
         TOOL_RESULT: normalised(" \n ".join(results)),
@@ -106,6 +109,8 @@ _DATE_FORMS = (
     (re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\b(?:,?\s+(\d{{4}}))?"), ("day", "month", "year")),
     (re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b"), ("year", "month", "day")),
     (re.compile(r"\b(\d{1,2})/(\d{1,2})(?:/(\d{4}))?\b"), ("month", "day", "year")),
+    (re.compile(r"\b(\d{4})\.(\d{1,2})\.(\d{1,2})\b"), ("year", "month", "day")),
+    (re.compile(r"(?<![\d-])(\d{1,2})-(\d{1,2})(?![\d-])"), ("month", "day")),
 )
 RELATIVE_DAYS = re.compile(
     r"\b(today|tomorrow|yesterday|tonight|this (?:morning|afternoon|evening|week|month)|next (?:week|month|year|"
@@ -117,7 +122,8 @@ MONTH_DAY = re.compile(r"^(\d{2})-(\d{2})$")
 
 
 def stated_dates(text: str) -> list[tuple[int | None, int, int]]:
-    """(year or None, month, day) of every date ``text`` writes, in any of the usual forms."""
+    """(year or None, month, day) of every date ``text`` writes, in any of the usual forms (``March 5th,
+    2023``, ``5th of March``, ``2023-03-05``, ``3/5``, ``2023.3.5``, ``3-5``)."""
     found = []
     for pattern, order in _DATE_FORMS:
         for match in pattern.finditer(text):

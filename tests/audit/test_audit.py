@@ -79,7 +79,7 @@ def test_a_fresh_build_gives_the_committed_files(data_dir):
 
 def test_a_status_follows_the_precedence_over_its_other_checks():
     # a row that is underdetermined and also repeats another keeps the more fundamental status
-    record = next(r for r in _audit() if r["id"] == "level-1/AddAgenda-AddMeeting-GetUserToken-level-2-2#2")
+    record = next(r for r in _audit() if r["id"] == "level-1/AddAgenda-AddMeeting-GetUserToken-level-2-3#2")
     assert record["status"] == "underdetermined"
     assert [flag["check"] for flag in record["checks"]] == ["untraced_argument", "duplicate"]
 
@@ -90,6 +90,11 @@ def test_untraced_argument_flags_credentials_never_given(flags):
     assert flag["detail"] == ["username='JohnDoe'", "password='pass123'"]
     # "tomorrow at 2pm" after "Today is 2021-09-27" is a stated derivation
     assert not any(f["check"] == "untraced_argument" for f in flags["level-1/AddAgenda-level-1-1#2"])
+    # "October 26th, at 9am" takes its year from the instruction: "The current year is 2023."
+    assert not any(f["check"] == "untraced_argument" for f in flags["level-1/AddAgenda-AddMeeting-GetUserToken-level-2-2#1"])
+    # a meeting's end that nobody states is not traced
+    flag = next(f for f in flags["level-1/AddAgenda-AddMeeting-GetUserToken-level-2-3#1"] if f["check"] == "untraced_argument")
+    assert flag["detail"] == ["end_time='2023-11-12 16:00:00'"]
 
 
 def test_tool_intent_flags_a_call_the_user_never_asked_for(flags):
@@ -147,6 +152,7 @@ def test_the_checks_are_registered_once_in_order():
 def test_dates_and_times_are_read_in_the_usual_forms():
     assert stated_dates("on november 12th, 2023 at 3 pm") == [(2023, 11, 12)]
     assert (None, 9, 21) in stated_dates("on the 21th of september")
+    assert stated_dates("today is 2023.6.8, an alarm on 7-15") == [(2023, 6, 8), (None, 7, 15)]
     assert stated_dates("from 2023-03-01 to 3/31") == [(2023, 3, 1), (None, 3, 31)]
     assert {(15, 0), (9, 30), (12, 0)} <= stated_times("at 3 pm, 9:30 a.m. or noon")
 
