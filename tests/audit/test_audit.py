@@ -77,6 +77,13 @@ def test_a_fresh_build_gives_the_committed_files(data_dir):
                                       (AUDIT_DIR / SUMMARY_FILE).read_text("utf-8"))
 
 
+def test_the_command_compares_a_fresh_build_with_the_committed_files(data_dir, capsys):
+    from apibank.audit.__main__ import main
+
+    assert main(["build", "--data-dir", str(data_dir), "--check"]) == 0
+    assert capsys.readouterr().out == "the audit files match a fresh build (1307 rows)\n"
+
+
 def test_a_status_follows_the_precedence_over_its_other_checks():
     # a row that is underdetermined and also repeats another keeps the more fundamental status
     record = next(r for r in _audit() if r["id"] == "level-1/AddAgenda-AddMeeting-GetUserToken-level-2-3#2")
