@@ -89,6 +89,8 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     # agentic episodes (the model layer drives the tools, the judge's ROUGE-L and intervals grade
     # them) and training rows (the model layer's conversations)
     ("apibank.agent", "apibank.train"),
+    # the audit of the test rows: its checks read the rows and execute gold calls through the judge
+    ("apibank.audit",),
     # reports read run folders (classic and agentic) and the model layer's predictions files
     ("apibank.report",),
     # the Hub: result files use the report's table, the dataset repository the training export;
