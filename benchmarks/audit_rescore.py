@@ -24,9 +24,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Sequence
 
-from apibank.audit.build import AUDIT_DIR, AUDIT_FILE, load_rows
+from apibank.audit.build import load_rows
 from apibank.audit.checks import AuditRow
-from apibank.benchmark import PROTOCOLS, SEARCHER
+from apibank.benchmark import AUDIT_VERIFIED, PROTOCOLS, SEARCHER
+from apibank.data.audits import load_audit
 from apibank.judge.intervals import score_intervals
 from apibank.judge.scoring import score
 from apibank.notation import call_text
@@ -35,12 +36,6 @@ PR229_FILES = {1: "l1_text.json", 2: "l2_text.json", 3: "l3_full_text.json"}
 # The same model on level 3 prompted one step at a time (each datapoint names its requirement and step).
 PR229_LEVEL3_BATCH = "l3_batch_text.json"
 PR229_LEVEL3_STEPS = "level-3-batch.jsonl"
-VERIFIED = "verified"
-
-
-def statuses() -> dict[str, str]:
-    return {json.loads(line)["id"]: json.loads(line)["status"]
-            for line in (AUDIT_DIR / AUDIT_FILE).read_text("utf-8").splitlines()}
 
 
 def _key(name: str, arguments: dict[str, Any]) -> str:
@@ -152,7 +147,13 @@ def paired(a: dict[str, str], b: dict[str, str], rows: Sequence[AuditRow], keep:
     interval resampling dialogues (the rows of a dialogue move together, as in the score intervals)."""
     import numpy as np
 
-    from apibank.judge.intervals import dialogue_of, group, percentile_interval, replicates, resample_weights
+    from apibank.judge.intervals import (
+        dialogue_of,
+        group,
+        percentile_interval,
+        replicates,
+        resample_weights,
+    )
 
     common = [row for row in rows if row.id in a and row.id in b and (keep is None or row.id in keep)]
     verdicts = {}
@@ -180,8 +181,8 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=None, help="also write the Markdown table here")
     args = parser.parse_args()
     rows = load_rows(args.data_dir)
-    status = statuses()
-    verified_ids = {row_id for row_id, s in status.items() if s == VERIFIED}
+    audit = load_audit(args.data_dir)
+    verified_ids = {row_id for row_id, record in audit.rows.items() if record["status"] == AUDIT_VERIFIED}
     runs: dict[str, dict[str, str]] = {"oracle": {row.id: row.row["expected_output"] for row in rows}}
     if args.pr229:
         for name in (*PR229_FILES.values(), PR229_LEVEL3_BATCH, PR229_LEVEL3_STEPS):

@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from apibank.audit.build import AUDIT_DIR, AUDIT_FILE, SUMMARY_FILE, build, render
+from apibank.audit.build import build, render
+from apibank.data.audits import AUDIT_DIR
+from apibank.data.audits import AUDIT_META_FILE as SUMMARY_FILE
+from apibank.data.audits import AUDIT_ROWS_FILE as AUDIT_FILE
 from apibank.errors import UserError
 from apibank.files import atomic_write_text
 

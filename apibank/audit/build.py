@@ -17,13 +17,11 @@ from typing import Any, Iterable, Mapping
 from apibank.audit.checks import CHECKS, AuditRow, Environment, audit_rows
 from apibank.audit.taxonomy import AUDIT_VERSION, PRECEDENCE, STATUSES, VERIFIED
 from apibank.benchmark import LEVELS
+from apibank.data.audits import AUDIT_DIR
 from apibank.data.configs import required_files
 from apibank.data.upstream import manifest
 from apibank.errors import InputFileError
 
-AUDIT_DIR = Path(__file__).resolve().parents[1] / "data" / "audit"
-AUDIT_FILE = "audit.jsonl"
-SUMMARY_FILE = "AUDIT.json"
 DECISIONS_FILE = "decisions.jsonl"
 EVIDENCE_SEPARATOR = " … "
 UNFLAGGED_REASON = ("No check flagged it: every gold argument is traced, the recorded result reproduces, and no "

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from apibank.benchmark import AUDIT_STATUSES, AUDIT_VERIFIED as VERIFIED
+from apibank.benchmark import AUDIT_STATUSES
+from apibank.benchmark import AUDIT_VERIFIED as VERIFIED
 
 AUDIT_VERSION = "1.0.0"
 

@@ -10,9 +10,10 @@ import re
 import pytest
 
 from apibank.audit.build import (
-    AUDIT_DIR, AUDIT_FILE, DECISIONS_FILE, EVIDENCE_SEPARATOR, SUMMARY_FILE, AuditError, build, data_checksums,
-    environment, load_rows, read_decisions, records, render, row_text, run_checks,
+    DECISIONS_FILE, EVIDENCE_SEPARATOR, AuditError, build, data_checksums, environment, load_rows, read_decisions,
+    records, render, row_text, run_checks,
 )
+from apibank.data.audits import AUDIT_DIR, AUDIT_META_FILE as SUMMARY_FILE, AUDIT_ROWS_FILE as AUDIT_FILE
 from apibank.audit.checks import CHECKS
 from apibank.audit.taxonomy import PRECEDENCE, STATUSES, VERIFIED
 from apibank.audit.tracing import row_context, stated_dates, stated_times, trace_value
