@@ -32,8 +32,7 @@ from apibank.generate.toolcalls.generic import (
 )
 from apibank.generate.toolcalls.functions_prefix import read as functions_prefix_calls
 from apibank.generate.toolcalls.llama3_json import CALL_HEAD
-from apibank.generate.toolcalls import registry
-from apibank.generate.toolcalls.registry import Reader, Schemas
+from apibank.generate.toolcalls.registry import Reader, Schemas, get_reader
 
 
 def calls_in_text(text: str, tool_names: Iterable[str] | None = None) -> list[ToolCall]:
@@ -45,7 +44,7 @@ def calls_in_text(text: str, tool_names: Iterable[str] | None = None) -> list[To
     text = (text or "")[:MAX_TEXT_CHARS]
     known = frozenset(tool_names) if tool_names is not None else None
     for candidate in (text, html.unescape(text)) if ESCAPED.search(text) else (text,):
-        calls = (registry.get_reader("mistral").read(candidate, None) or functions_prefix_calls(candidate)
+        calls = (get_reader("mistral").read(candidate, None) or functions_prefix_calls(candidate)
                  or calls_in_values(json_values(candidate)) or prefixed_calls(candidate, CALL_HEAD)
                  or python_style_calls(candidate, known))
         if calls:

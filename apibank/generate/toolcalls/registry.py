@@ -160,8 +160,6 @@ def _load() -> Readers:
     return Readers(readers)
 
 
-READERS: Readers = _load()
-
 
 def reader_names() -> tuple[str, ...]:
     """Every name ``--tool-parser`` takes: each family's, then its aliases (hyphens and underscores alike)."""
@@ -193,6 +191,9 @@ def reader_for_text(text: str) -> Reader | None:
             return reader
     return None
 
+
+# Last: the Python readers import this module's names as they load.
+READERS: Readers = _load()
 
 __all__ = ["MODULES", "READERS", "Reader", "Readers", "Schemas", "UnknownName", "get_reader", "reader_for_template",
            "reader_for_text", "reader_names", "reader_of_spec", "spec_readers"]
