@@ -229,3 +229,13 @@ def test_mutated_gold_calls_through_the_engine(family, gold_sample):
         at = generator.randrange(len(text) + 1)
         for mutated in ("[" * 5000 + text, text[:at] + generator.choice(noise) + text[at:], text * 40):
             assert isinstance(read_tool_calls(mutated, parser=family), list)
+
+
+def test_a_models_own_template_transformers_refuses_is_recorded_and_the_markers_read():
+    from apibank.generate.toolcalls import ParserChoice
+
+    choice = ParserChoice.make(None, "<tool_call>", model_template={"version": 9, "fields": {}})
+    assert choice.as_dict() == {"name": "hermes", "chosen_by": "template", "response_template":
+                                "the model's own response template: not a transformers response template "
+                                "(Unsupported response_template version: 9)"}
+    assert choice.read(CALL) == [("GetToday", {"day": "Monday"})]

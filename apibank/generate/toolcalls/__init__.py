@@ -55,6 +55,7 @@ class ParserChoice:
     response_template: Mapping[str, Any] | None = field(default=None, compare=False)  # the user's
     template_file: str | None = None  # where the user's came from (None: given as a dict)
     model_template: Mapping[str, Any] | None = field(default=None, compare=False)  # the tokenizer's own
+    model_template_refused: str | None = None  # why transformers' loader refused the tokenizer's own
 
     @classmethod
     def make(cls, parser: str | None, chat_template: str | None, *,
@@ -63,14 +64,20 @@ class ParserChoice:
         """ValueError for a response template that is no JSON file or that transformers refuses, and
         :class:`UnknownName` for an unknown parser."""
         named = get_reader(parser).name if parser else None
-        model = as_template(model_template, "the model's response_template") if model_template else None
+        model, refused = None, None
+        if model_template:
+            try:
+                model = as_template(model_template, "the model's own response template")
+            except ValueError as error:  # one this transformers cannot run: the markers' family reads instead
+                refused = str(error)
         if response_template is not None:
             template_file = str(response_template) if isinstance(response_template, (str, Path)) else None
             return cls(named, "response_template", as_template(response_template), template_file, None)
         if named:
             return cls(named, "flag")
         reader = reader_for_template(chat_template)
-        return cls(reader.name if reader else None, "template" if reader else "text", model_template=model)
+        return cls(reader.name if reader else None, "template" if reader else "text", model_template=model,
+                   model_template_refused=refused)
 
     def as_dict(self) -> dict[str, Any]:
         shown: dict[str, Any] = {"name": self.name or "auto", "chosen_by": self.chosen_by}
@@ -78,6 +85,8 @@ class ParserChoice:
             shown["response_template"] = self.template_file or "given"
         elif self.model_template is not None:
             shown["response_template"] = "the model's own"
+        elif self.model_template_refused:
+            shown["response_template"] = self.model_template_refused
         return shown
 
     def read(self, text: str, tools: Iterable[Mapping[str, Any]] | None = None, *, prompt: str = ""
