@@ -81,7 +81,8 @@ def test_a_name_or_alias_taken_twice_is_refused():
 def test_a_region_that_is_no_json_is_no_call_and_keeps_the_others():
     cut = '<tool_call>{"name": "AddAlarm", "arguments": {"time": '
     assert read_tool_calls(CALL + cut, parser="hermes") == [("GetToday", {"day": "Monday"})]
-    assert read_tool_calls("<tool_call>not json</tool_call>" + CALL, parser="hermes") == [("GetToday", {"day": "Monday"})]
+    not_json = "<tool_call>not json</tool_call>"
+    assert read_tool_calls(not_json + CALL, parser="hermes") == [("GetToday", {"day": "Monday"})]
 
 
 @pytest.mark.parametrize("family", SPEC_FAMILIES)
@@ -156,7 +157,8 @@ def test_the_choice_order_is_given_template_then_the_models_then_markers():
     from apibank.generate.toolcalls import ParserChoice
 
     hermes_template = "{% for m in messages %}<tool_call>{{ m }}</tool_call>{% endfor %}"
-    given = ParserChoice.make(None, hermes_template, response_template=ANGLED, model_template=HERMES["response_template"])
+    given = ParserChoice.make(None, hermes_template, response_template=ANGLED,
+                              model_template=HERMES["response_template"])
     assert given.as_dict() == {"name": "auto", "chosen_by": "response_template", "response_template": "given"}
     assert given.read(ANGLED_CALL, SCHEMA) == [("QueryMeeting", {"user_name": "John", "n": 3})]
     own = ParserChoice.make(None, hermes_template, model_template=ANGLED)
@@ -217,11 +219,11 @@ def test_mutated_gold_calls_through_the_engine(family, gold_sample):
     between two arguments) the call with the arguments it finished."""
     import random
 
-    sys_path_writers = _writers()
+    writers = _writers()
     generator = random.Random(family)
     noise = ["\ud800", "\x00", "\x01", "\x02", "\u202e", "<", '"', "{", "]"]
     for name, arguments in gold_sample:
-        text = sys_path_writers[family]([(name, arguments)])
+        text = writers[family]([(name, arguments)])
         for cut in sorted(generator.sample(range(len(text)), min(8, len(text)))):
             calls = read_tool_calls(text[:cut], parser=family)
             assert calls == [] or (len(calls) == 1 and calls[0][0] == name

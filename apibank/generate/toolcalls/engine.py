@@ -6,12 +6,13 @@ parser: ``json``, ``xml-inline``, ``kv-lines``, ``python-call-list``, values typ
 schemas). The same spec is what a model ships in its ``tokenizer_config.json`` and what vLLM runs.
 
 Model output is untrusted, and the engine knows no bounds of its own, so every reading here keeps the
-package's: the engine sees the first :data:`~apibank.generate.toolcalls.generic.MAX_TEXT_CHARS`
-characters only (its delimiters are literals or linear patterns: measured in the CHANGELOG); a call whose
-arguments nest deeper than :data:`~apibank.generate.toolcalls.generic.MAX_DEPTH` or write out longer than
-:data:`~apibank.notation.MAX_CALL_CHARS` is no call, and at most
-:data:`~apibank.generate.toolcalls.generic.MAX_CALLS` calls are read; the engine's errors (a region that is no JSON, JSON
-nested past Python's recursion limit) read as no call, never as an exception.
+package's (measured in the CHANGELOG and ``benchmarks/bench_toolcall_readers.py``): the engine sees the
+first :data:`~apibank.generate.toolcalls.generic.MAX_TEXT_CHARS` characters, fed as a stream of
+:data:`FEED_CHARS` pieces, and no more than the piece in which the
+:data:`~apibank.generate.toolcalls.generic.MAX_CALLS`-th call region closes; a call whose arguments nest
+deeper than :data:`~apibank.generate.toolcalls.generic.MAX_DEPTH` or write out longer than
+:data:`~apibank.notation.MAX_CALL_CHARS` is no call; any error of the engine (a region that is no JSON,
+JSON nested past Python's recursion limit, a transform that does not apply) reads as no call.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ Schemas = Mapping[str, Mapping[str, Any]]  # tool name -> its JSON-schema ``para
 # partial mode, which on a whole 64 KB text takes seconds for some patterns (measured in the CHANGELOG), and
 # per piece only what is still pending is searched again.
 FEED_CHARS = 256
+PREFIX_CHARS = 4096  # of a prompt given as the prefix: its end, where the assistant turn's header is
 
 
 def compile_template(template: Any, source: str = "response_template") -> Any:
@@ -130,7 +132,7 @@ def message_of(text: str, template: Any, schemas: Schemas | None = None,
 
     text = (text or "")[:MAX_TEXT_CHARS]
     try:
-        parser = ResponseParser(template, prefix=(prefix or "")[-MAX_TEXT_CHARS:], tools=_tools(schemas))
+        parser = ResponseParser(template, prefix=(prefix or "")[-PREFIX_CHARS:], tools=_tools(schemas))
         regions = 0
         for start in range(0, len(text), FEED_CHARS):
             events = parser.feed(text[start:start + FEED_CHARS])
@@ -138,7 +140,7 @@ def message_of(text: str, template: Any, schemas: Schemas | None = None,
             if regions >= MAX_CALLS:
                 break
         message, _ = parser.finalize()
-    except (ValueError, TypeError, KeyError, RecursionError):
+    except Exception:  # whatever the engine raises on untrusted text is no message, never the run's end
         return None
     return message if isinstance(message, dict) else None
 
