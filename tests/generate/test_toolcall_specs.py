@@ -241,3 +241,30 @@ def test_a_models_own_template_transformers_refuses_is_recorded_and_the_markers_
                                 "the model's own response template: not a transformers response template "
                                 "(Unsupported response_template version: 9)"}
     assert choice.read(CALL) == [("GetToday", {"day": "Monday"})]
+
+
+@pytest.fixture(scope="module")
+def gold_with_tools(data_dir):
+    import apibank
+    from apibank.generate.conversation import build_conversation
+    from apibank.notation import parse_request
+
+    rows = [row for level in ("level-1", "level-2", "level-3") for row in apibank.iter_rows(level, data_dir)
+            if row["kind"] == "api"]
+    return [(parse_request(row["expected_output"])[:2], build_conversation(row, "tools").tools) for row in rows]
+
+
+@pytest.mark.parametrize("family", SPEC_FAMILIES)
+def test_gold_calls_typed_by_the_rows_schemas(family, gold_with_tools):
+    """The 779 gold calls read with the tools `evaluate` offers: the same predictions as the gold, and the
+    same values where the format writes JSON. Where it writes bare text (GLM-4.5, Qwen3-Coder) the engine
+    types 12 gold values the gold itself wrote as text: '2' for an integer parameter, 'True' for a boolean."""
+    from apibank.notation import call_text
+
+    writer = _writers()[family]
+    exact = same = 0
+    for (name, arguments), tools in gold_with_tools:
+        calls = read_tool_calls(writer([(name, arguments)]), parser=family, tools=tools)
+        exact += calls == [(name, arguments)]
+        same += len(calls) == 1 and call_text(*calls[0]) == call_text(name, arguments)
+    assert (exact, same) == ((767, 779) if family in ("glm45", "qwen3_coder") else (779, 779))
