@@ -13,7 +13,7 @@ import pytest
 
 import apibank
 from apibank.generate.toolcalls import READERS, answer_of, get_reader, read_calls, read_tool_calls, reader_for_template
-from apibank.generate.toolcalls.gemma4 import QUOTE
+QUOTE = "<|\"|>"  # Gemma 4's string mark
 from apibank.notation import call_text, parse_request
 from support.paths import REAL_TEMPLATES_DIR, REPO
 
