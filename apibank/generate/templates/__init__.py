@@ -22,8 +22,9 @@ template refused or dropped. Silent loss is not possible.
 
 The package holds one concept a module: :mod:`~apibank.generate.templates.adaptations` (the rewrites),
 :mod:`~apibank.generate.templates.completeness` (what a prompt must show),
-:mod:`~apibank.generate.templates.probes` (the probe conversations) and
-:mod:`~apibank.generate.templates.adapter` (:class:`TemplateAdapter`).
+:mod:`~apibank.generate.templates.probes` (the probe conversations),
+:mod:`~apibank.generate.templates.adapter` (:class:`TemplateAdapter`) and
+:mod:`~apibank.generate.templates.readback` (the calls a template writes, read back with the run's reader).
 """
 
 from apibank.generate.templates.adaptations import (
@@ -45,9 +46,10 @@ from apibank.generate.templates.adaptations import (
 )
 from apibank.generate.templates.adapter import TemplateAdapter
 from apibank.generate.templates.completeness import conversation_pieces, missing_pieces
+from apibank.generate.templates.readback import CallsUnread, check_calls_read
 
 __all__ = [
-    "ADAPTATIONS", "CALL_INSTRUCTION", "ESCALATION", "ORDER", "Adaptation", "Message", "RenderFn", "TemplateAdapter",
+    "ADAPTATIONS", "CALL_INSTRUCTION", "ESCALATION", "CallsUnread", "check_calls_read", "ORDER", "Adaptation", "Message", "RenderFn", "TemplateAdapter",
     "TemplateRefusal", "Tools", "adapt", "alphanumeric_id", "call_as_text", "candidate_sets", "conversation_pieces",
     "missing_pieces", "shape_of", "tool_result_text",
 ]

@@ -178,6 +178,17 @@ class TemplateAdapter:
             "the whole conversation with --chat-template FILE"
         )
 
+    def render_unrecorded(self, messages: Sequence[Message], tools: Tools, *, fmt: str) -> tuple[str, tuple[str, ...]]:
+        """The prompt of a conversation that is no row (a probe) and the adaptations it took; what the rows'
+        rendering learnt stays as it was (a probe's needs are not the rows')."""
+        self.probe(fmt)
+        saved = (dict(self._decided), set(self._escalated), dict(self._by_shape), self.last_names)
+        try:
+            text = self.render(messages, tools, fmt=fmt, row_id="probe")
+            return text, self.last_names
+        finally:
+            self._decided, self._escalated, self._by_shape, self.last_names = saved
+
     @property
     def adaptations(self) -> list[dict[str, str]]:
         """Every adaptation made so far, in the order they apply, for results.json."""

@@ -79,3 +79,40 @@ FORMAT_PROBES = {
     "tools": ("system-user-last", "tools", "calls", "system-assistant-last", "system-tool-last", "alternation"),
 }
 
+
+
+# ------------------------------------------------------------------------------ calls read back
+# The calls a template is made to write as an earlier assistant turn, to be read back with the run's
+# reader (:mod:`apibank.generate.templates.readback`): one call, then two in one turn. String values only:
+# what is checked is the call markup; typing values by the schema is the readers' own concern.
+_TOOL2, _KEY2, _VALUE2 = "ProbeToolC3", "probe_city", "probe-value-9e27"
+PROBE_CALLS: dict[str, tuple[tuple[str, dict[str, Any]], ...]] = {
+    "one call": ((_TOOL, {_KEY: _VALUE}),),
+    "two parallel calls": ((_TOOL, {_KEY: _VALUE}), (_TOOL2, {_KEY2: _VALUE2, _KEY: _VALUE})),
+}
+RESULT_MARKER = "probe-result-"  # opens the text of every probe result
+
+
+def _function(name: str, keys: Any) -> dict[str, Any]:
+    return {"type": "function", "function": {
+        "name": name, "description": "probe",
+        "parameters": {"type": "object", "properties": {key: {"type": "string", "description": "probe"}
+                                                         for key in keys}, "required": list(keys)}}}
+
+
+def call_probe_tools() -> list[dict[str, Any]]:
+    """The schemas of the tools the probe calls call (offered as ``tools=``, as a row's are)."""
+    return [_function(_TOOL, (_KEY,)), _function(_TOOL2, (_KEY2, _KEY))]
+
+
+def call_probe_conversation(calls: tuple[tuple[str, dict[str, Any]], ...]) -> tuple[list[Message], list[Message]]:
+    """``(before, after)``: the conversation up to the user turn, and the same with the assistant turn
+    making ``calls`` and their results after it (the shape of the rows: system, user, calls, results)."""
+    before = [dict(_SYS), dict(USER_TURN)]
+    ids = [f"call_{index}" for index in range(len(calls))]
+    turn = {"role": "assistant", "content": "", "tool_calls": [
+        {"id": id_, "type": "function", "function": {"name": name, "arguments": dict(arguments)}}
+        for id_, (name, arguments) in zip(ids, calls)]}
+    results = [{"role": "tool", "tool_call_id": id_, "name": name, "content": f"{RESULT_MARKER}{index}"}
+               for index, (id_, (name, _)) in enumerate(zip(ids, calls))]
+    return before, [*before, turn, *results]
