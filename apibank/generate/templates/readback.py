@@ -101,13 +101,14 @@ def _shown(text: str) -> str:
 def check_calls_read(adapter: TemplateAdapter, read: ReadFn, *, reader: str,
                      end_markers: Sequence[str] = ()) -> dict[str, Any]:
     """Read back what the template writes for :data:`PROBE_CALLS` with ``read`` (the run's reader, named
-    ``reader`` in the error); returns the record for results.json (``{"result": "read" | "not shown",
-    "probes": {what: ...}}``) and raises :class:`CallsUnread`, one line showing the markup and the ways out,
-    when any comes back other than written."""
+    ``reader`` in the error). Returns the record for results.json: ``{"result": "read" | "not shown" |
+    "not checked", "probes": {what: ...}}`` (not checked: the template renders no call turn at all, which
+    the rows' own rendering then reports). Raises :class:`CallsUnread`, one line showing the markup and
+    the ways out, when any comes back other than written."""
     try:
         written = written_calls(adapter, end_markers)
     except TemplateRefusal as error:  # a template that cannot render a call turn at all: the rows say so
-        return {"result": "not shown", "why": str(error).splitlines()[0][:300], "probes": {}}
+        return {"result": "not checked", "why": str(error).splitlines()[0][:300], "probes": {}}
     probes: dict[str, str] = {}
     for found in written:
         if not found.outputs:
