@@ -24,25 +24,13 @@ from typing import Any, Sequence
 
 from apibank.agent.agents import Step, ToolCall
 from apibank.benchmark import (
-    AGENT_TOOL_FORMATS,
-    DEFAULT_AGENT_TOOL_FORMAT,
-    LEVEL_SPECS,
-    UNSIZED_MAX_NEW_TOKENS,
+    AGENT_TOOL_FORMATS, DEFAULT_AGENT_TOOL_FORMAT, LEVEL_SPECS, UNSIZED_MAX_NEW_TOKENS,
 )
 from apibank.data.episodes import Episode
 from apibank.generate.backends import Backend, Completion, DecodingSettings
-from apibank.generate.conversation import (
-    Conversation,
-    call_with_object_arguments,
-    chat_conversation,
-)
+from apibank.generate.conversation import Conversation, call_with_object_arguments, chat_conversation
 from apibank.generate.runner import thinking_of, thinking_plan, usage_of
-from apibank.generate.stops import (
-    TRANSCRIPT_STOPS,
-    cut_at_stop,
-    tools_probe,
-    turn_end_markers,
-)
+from apibank.generate.stops import TRANSCRIPT_STOPS, cut_at_stop, tools_probe, turn_end_markers
 from apibank.generate.templates import TemplateRefusal
 from apibank.generate.templates.readback import CallsUnread
 from apibank.generate.toolcalls import answer_of, read_tool_calls

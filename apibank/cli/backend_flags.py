@@ -11,12 +11,7 @@ from typing import Any, Callable
 from apibank.errors import UsageError
 from apibank.generate.backends import BACKEND_REGISTRY
 from apibank.generate.backends.choice import AUTO, choose_backend
-from apibank.generate.backends.options import (
-    Option,
-    declared_options,
-    given_values,
-    options_for,
-)
+from apibank.generate.backends.options import Option, declared_options, given_values, options_for
 
 
 def model_backends() -> tuple[str, ...]:

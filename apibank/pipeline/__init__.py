@@ -11,13 +11,7 @@ The names below are the ones other rooms and the tests import from ``apibank.pip
 
 from __future__ import annotations
 
-from apibank.files import (
-    DETAILS_FILE,
-    LEADERBOARD_DIR,
-    PREDICTIONS_FILE,
-    REPORT_FILE,
-    RESULTS_FILE,
-)
+from apibank.files import DETAILS_FILE, LEADERBOARD_DIR, PREDICTIONS_FILE, REPORT_FILE, RESULTS_FILE
 from apibank.pipeline.classic import evaluate, score_file, score_records, write_outputs
 from apibank.pipeline.results import (
     PROTOCOLS,

@@ -16,13 +16,7 @@ from typing import Any, Callable, ContextManager, Mapping, Sequence
 
 from apibank.errors import OutputError, UsageError
 from apibank.files import (
-    LEADERBOARD_DIR,
-    REPORT_FILE,
-    RESULTS_FILE,
-    TRAJECTORIES_FILE,
-    atomic_write_text,
-    episode_key,
-    read_trajectories,
+    LEADERBOARD_DIR, REPORT_FILE, RESULTS_FILE, TRAJECTORIES_FILE, atomic_write_text, episode_key, read_trajectories,
     write_json,
     write_json_lines,
 )
@@ -110,21 +104,9 @@ def run_agentic(
     ``thinking`` as evaluate records it. Ctrl-C while the episodes run raises :class:`Interrupted`."""
     from contextlib import nullcontext
 
-    from apibank.agent.episode_runner import (
-        DEFAULT_MAX_STEPS,
-        DEFAULT_TIME_LIMIT,
-        Limits,
-        default_gold_cache,
-        run_level,
-        summarise,
-    )
+    from apibank.agent.episode_runner import DEFAULT_MAX_STEPS, DEFAULT_TIME_LIMIT, Limits, default_gold_cache, run_level, summarise
     from apibank.data.episodes import load_episodes
-    from apibank.pipeline.results import (
-        library_versions,
-        package_version,
-        record_unread_calls,
-        usage_totals,
-    )
+    from apibank.pipeline.results import library_versions, package_version, record_unread_calls, usage_totals
 
     done = {episode_key(record): record for record in previous}
     sets = [load_episodes(level, data_dir) for level in levels]

@@ -23,7 +23,6 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from apibank.benchmark import DEFAULT_PROTOCOL, MODEL_FORMAT, PROTOCOLS
 from apibank.errors import InputFileError, OutputError
 from apibank.files import (
     DETAILS_FILE,
@@ -38,20 +37,10 @@ from apibank.files import (
 )
 from apibank.generate.backends import Backend, make_backend
 from apibank.generate.predictions import read_predictions, write_predictions
-from apibank.generate.runner import (
-    generate_predictions,
-    sized_settings,
-    thinking_of,
-    thinking_plan,
-)
+from apibank.generate.runner import generate_predictions, sized_settings, thinking_of, thinking_plan
 from apibank.generate.toolcalls.markup import holds_call_markup, tool_names
-from apibank.pipeline.results import (
-    build_results,
-    parse_price,
-    record_unread_calls,
-    recorded,
-    usage_totals,
-)
+from apibank.benchmark import DEFAULT_PROTOCOL, MODEL_FORMAT, PROTOCOLS
+from apibank.pipeline.results import build_results, parse_price, record_unread_calls, recorded, usage_totals
 from apibank.pipeline.rows import level_of, limit_rows, load_rows
 
 

@@ -7,10 +7,11 @@ import datetime as _dt
 import json
 from typing import Any, Mapping, Sequence
 
-from apibank.benchmark import LEVELS, SAMPLE_KINDS
 from apibank.files import DETAILS_FILE, PREDICTIONS_FILE, REPORT_FILE
+from apibank.benchmark import LEVELS, PROTOCOLS, SAMPLE_KINDS
 from apibank.report.annotate import annotate_scores
 from apibank.report.table import format_table, shown_setting
+
 
 
 def package_version() -> str:

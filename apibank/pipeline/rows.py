@@ -8,7 +8,7 @@ import re
 from collections import Counter
 from typing import Any, Iterable, Mapping
 
-from apibank.benchmark import SAMPLE_KINDS, normalise_levels
+from apibank.benchmark import LEVELS, SAMPLE_KINDS, normalise_levels
 
 
 def load_rows(
