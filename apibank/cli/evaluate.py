@@ -231,8 +231,10 @@ def prompts_only(args: argparse.Namespace, fmt: str, output: Path) -> int:
                             kinds=args.kinds, output_dir=output, data_dir=args.data_dir, icl=args.icl,
                             backend_options=args.backend_options, renderer=getattr(args, "prompt_renderer", None))
     adaptations = ", ".join(a["name"] for a in summary.get("template_adaptations") or []) or "none"
+    read_back = (summary.get("calls_read_back") or {}).get("result")
     print(f"{summary['rows']} prompts ({fmt} format) written to {summary['path']}; every row's prompt shows its "
-          f"whole conversation; template adaptations: {adaptations}; thinking: {summary['thinking'] or 'no'}")
+          f"whole conversation; template adaptations: {adaptations}; thinking: {summary['thinking'] or 'no'}"
+          + (f"; the template's calls read back: {read_back}" if read_back else ""))
     return 0
 
 

@@ -143,6 +143,7 @@ def test_prompts_only_records_the_read_back_and_the_named_reader(tiny_model, dat
     assert main(["evaluate", "--model", str(tiny_model), "--backend", "transformers", "--format", "tools",
                  "--levels", "1", "--limit", "1", "--data-dir", str(data_dir), "--output", str(out),
                  "--prompts-only", "--chat-template", str(hermes), "--tool-parser", "hermes"]) == 0, capsys.readouterr()
+    assert "; the template's calls read back: read" in capsys.readouterr().out
     renderer = TokenizerRendering(str(tiny_model), chat_template=str(hermes), tool_parser="hermes")
     assert renderer.check_calls_read()["result"] == "read"
     info = renderer.template_info()
@@ -174,3 +175,13 @@ def test_the_tiny_models_own_template_is_read_back_from_its_tokenizer():
     renderer = TokenizerRendering.around(train_tokenizer(["some text"], 280))
     assert renderer.check_calls_read() == {"result": "read", "probes": {"one call": "read", "two parallel calls": "read"}}
     assert renderer.parser_choice().name == "hermes"
+
+
+def test_an_agent_driver_on_a_loaded_engine_refuses_before_any_step(tiny_model):
+    from apibank.agent.model_agent import AgentSetupError, ModelDriver
+    from apibank.generate import TransformersBackend
+
+    engine = TransformersBackend(str(tiny_model), dtype="float32", device="cpu", chat_template=str(UNREAD))
+    with pytest.raises(AgentSetupError, match=r"<<call>>ProbeToolA1\|.*, or --tool-format text$"):
+        ModelDriver(engine, tool_format="auto")
+    assert ModelDriver(engine, tool_format="text").tool_format == "text"
