@@ -46,7 +46,7 @@ class WrittenCalls:
 
 
 def _turn_start(prompt: str, full: str) -> int:
-    """Where the call turn begins in ``full``: after the generation prompt, or where the two part (a
+    """Where the call turn begins in ``full``: after the generation prompt, or where the two differ (a
     generation prompt opening a thinking block the call turn does not have), backed off to a boundary."""
     if full.startswith(prompt):
         return len(prompt)
