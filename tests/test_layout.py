@@ -181,6 +181,16 @@ def test_no_import_cycle_in_either_package(graph):
     assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
 
 
+MODULE_LINES = 500
+
+
+def test_modules_stay_within_the_house_size():
+    """One concept a module keeps each one readable: none of either package over 500 lines."""
+    long = {str(path.relative_to(REPO)): count for root in PACKAGES.values() for path in sorted(root.rglob("*.py"))
+            if (count := len(path.read_text("utf-8").splitlines())) > MODULE_LINES}
+    assert not long, f"modules over {MODULE_LINES} lines (split them by concept): {long}"
+
+
 def test_tools_folder_holds_only_the_environment():
     assert not (REPO / "tools" / "generation").exists()
     assert not (REPO / "tools" / "cli").exists()

@@ -32,7 +32,9 @@ from apibank.generate.conversation import Conversation, call_with_object_argumen
 from apibank.generate.runner import thinking_of, thinking_plan, usage_of
 from apibank.generate.stops import TRANSCRIPT_STOPS, cut_at_stop, tools_probe, turn_end_markers
 from apibank.generate.templates import TemplateRefusal
+from apibank.generate.templates.readback import CallsUnread
 from apibank.generate.toolcalls import answer_of, read_tool_calls
+from apibank.generate.toolcalls.markup import holds_call_markup, tool_names
 
 # ------------------------------------------------------------------------------ the text template
 TEXT_TOOLS_HEADER = (
@@ -100,7 +102,13 @@ class ModelDriver:
         self.backend = backend
         self.label = label or str(backend.info().get("model_id"))
         self.native = self._resolve_native(tool_format)
+        if self.native and hasattr(backend, "check_calls_read"):
+            try:  # the reader reads back the calls the template writes, or every step would read none
+                backend.check_calls_read()
+            except CallsUnread as error:
+                raise AgentSetupError(f"{error}, or --tool-format text") from None
         self.end_tokens: list[str] = []
+        self.unread_calls = 0  # steps whose output holds call markup that no reader read
         stops = self._turn_end_stops() if self.native else TRANSCRIPT_STOPS
         # A model that thinks before it answers gets the reasoning budget on top of each step's.
         self.thinking = thinking_plan(thinking_of(backend, "tools") if self.native else None, thinking_budget)
@@ -139,7 +147,8 @@ class ModelDriver:
         text = text_prompt(messages, tools)
         return Conversation(key, level, "api", "paper", [{"role": "user", "content": text}], plain_text=text)
 
-    def _step(self, completion: Completion, ids: CallIds, share: float) -> Step:
+    def _step(self, completion: Completion, ids: CallIds, share: float,
+              tools: Sequence[dict[str, Any]] = ()) -> Step:
         usage = usage_of(completion, share)
         if self.native:  # the backend read the family's calls; the rest is the answer, never JSON guessed at
             step = Step(text="" if completion.tool_calls else answer_of(cut_at_stop(completion.text, self.settings.stop),
@@ -148,6 +157,8 @@ class ModelDriver:
                         raw=completion.raw)
         else:
             step = step_from_text(cut_at_stop(completion.text, self.settings.stop), ids)
+        if not step.calls and holds_call_markup(completion.raw or completion.text or "", tool_names(tools)):
+            self.unread_calls += 1  # call markup that no reader read: the step counts as an answer
         step.usage = {key: int(usage[name]) for key, name in (("prompt_tokens", "prompt_tokens"),
                                                               ("completion_tokens", "generated_tokens"))
                       if usage.get(name) is not None}
@@ -195,7 +206,7 @@ class ModelDriver:
             if isinstance(completion, BaseException):
                 results[index] = completion
             else:
-                results[index] = self._step(completion, requests[index][0].ids, share)
+                results[index] = self._step(completion, requests[index][0].ids, share, requests[index][2])
         return results  # type: ignore[return-value]
 
     def info(self) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any
 from apibank.benchmark import (
     AGENT_TOOL_FORMATS, DEFAULT_AGENT_TOOL_FORMAT, DEFAULT_SETTING, SETTINGS, TEMPLATE_MODES, UNSIZED_MAX_NEW_TOKENS,
 )
-from apibank.cli.backend_flags import add_backend_flags, chosen_backend
+from apibank.cli.backend_flags import add_backend_flags, calls_read_back, chosen_backend
 from apibank.cli.evaluate import hub_id, saved_lines
 from apibank.cli.flags import (
     add_levels, add_output, add_overwrite, add_quiet, add_thinking_budget, check_audit, check_thinking_budget,
@@ -96,6 +96,9 @@ def check_arguments(args: argparse.Namespace) -> tuple[list[str], Any]:
                              "plain transcript without a chat template")
         args.backend_options["chat_template"] = "off"  # the transcript goes out as plain text, never in a template
     BACKEND_REGISTRY.get(args.backend).check_options(args.model, args.backend_options)
+    if args.tool_format != "text":  # the native format's calls must read back, or every step reads none
+        calls_read_back(args.backend, args.model, args.backend_options, way_out="--tool-format text",
+                        native_only=args.tool_format == "auto")
     return levels, price
 
 
@@ -118,6 +121,7 @@ def _run(args: argparse.Namespace, levels: list[str], price: Any, repo: str | No
     from apibank.report.agentic import summary_table
     from apibank.hub.agentic import agentic_leaderboard_note
     from apibank.pipeline.agentic import Interrupted, previous_trajectories, run_agentic
+    from apibank.pipeline.results import unread_calls_line
 
     if args.limit is not None:
         print(f"apibank agent: warning: --limit {args.limit} runs a subset of the benchmark: no result file is "
@@ -165,6 +169,9 @@ def _run(args: argparse.Namespace, levels: list[str], price: Any, repo: str | No
             print(f"\nverified subset (row audit {results['verified']['audit']['version']}; separate from the figures "
                   "above):")
             print(summary_table(verified))
+    unread = unread_calls_line(results, "steps")
+    if unread:
+        print(unread, file=sys.stderr if args.json else sys.stdout)
     if output is not None:  # --json: stdout holds the JSON alone
         print(f"\nwritten to {output}/ (results.json, {TRAJECTORIES_FILE}, report.md, report.html, leaderboard/)",
               file=sys.stderr if args.json else sys.stdout)

@@ -75,3 +75,32 @@ def chosen_backend(args: argparse.Namespace, *, scripted: bool = False) -> tuple
     if backend not in model_backends():
         raise UsageError(f"--backend {backend}: not a registered backend")
     return backend, why, options_for(backend, BACKEND_REGISTRY.get(backend), flags, given)
+
+
+def calls_read_back(backend: str, model: str, options: dict[str, Any], *, way_out: str | None = None,
+                    native_only: bool = False) -> Any:
+    """The tools format's renderer (the tokenizer alone) once the run's reader has read back the calls its
+    chat template writes (:mod:`apibank.generate.templates.readback`), before any weights load; None for a
+    backend without a local chat template (an endpoint's is the server's). ``native_only``: no check where
+    the template cannot take tools at all (``agent --tool-format auto`` then sends a text transcript);
+    ``way_out`` is added to the error's ways out."""
+    from apibank.generate.stops import tools_probe
+    from apibank.generate.templates import TemplateRefusal
+    from apibank.generate.templates.readback import CallsUnread
+
+    backend_class = BACKEND_REGISTRY.get(backend)
+    if not hasattr(backend_class, "check_calls_read"):
+        return None
+    renderer = backend_class.prompt_renderer(model, **options)
+    if native_only:
+        try:
+            renderer.render(tools_probe())
+        except TemplateRefusal:
+            return None
+    try:
+        renderer.check_calls_read()
+    except CallsUnread as error:
+        if way_out is None:
+            raise
+        raise CallsUnread(f"{error}, or {way_out}") from None
+    return renderer

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from apibank.benchmark import DEFAULT_FORMAT, DEFAULT_PROTOCOL, FORMATS, MODEL_FORMAT, PROTOCOLS, SAMPLE_KINDS
 from apibank.cli.checks import UsageError
-from apibank.cli.backend_flags import add_backend_flags, chosen_backend
+from apibank.cli.backend_flags import add_backend_flags, calls_read_back, chosen_backend
 from apibank.cli.flags import (
     add_levels, add_output, add_overwrite, add_quiet, add_subset, add_thinking_budget, check_audit,
     check_thinking_budget, checked_levels, show_progress,
@@ -164,6 +164,10 @@ def check_arguments(args: argparse.Namespace, fmt: str, output: Path) -> None:
         raise UsageError(f"--prompts-only renders a model's prompts; --model {args.model} has none")
     if not scripted:
         BACKEND_REGISTRY.get(args.backend).check_options(args.model, args.backend_options, fmt=fmt)
+    args.prompt_renderer = None
+    if not scripted and fmt == "tools":
+        args.prompt_renderer = calls_read_back(args.backend, args.model, args.backend_options)
+
 
 
 def run(args: argparse.Namespace) -> int:
@@ -238,10 +242,12 @@ def prompts_only(args: argparse.Namespace, fmt: str, output: Path) -> int:
     summary = write_prompts(args.model, levels=args.levels, fmt=fmt, backend=args.backend, limit=args.limit,
                             subset=args.subset,
                             kinds=args.kinds, output_dir=output, data_dir=args.data_dir, icl=args.icl,
-                            backend_options=args.backend_options)
+                            backend_options=args.backend_options, renderer=getattr(args, "prompt_renderer", None))
     adaptations = ", ".join(a["name"] for a in summary.get("template_adaptations") or []) or "none"
+    read_back = (summary.get("calls_read_back") or {}).get("result")
     print(f"{summary['rows']} prompts ({fmt} format) written to {summary['path']}; every row's prompt shows its "
-          f"whole conversation; template adaptations: {adaptations}; thinking: {summary['thinking'] or 'no'}")
+          f"whole conversation; template adaptations: {adaptations}; thinking: {summary['thinking'] or 'no'}"
+          + (f"; the template's calls read back: {read_back}" if read_back else ""))
     return 0
 
 

@@ -108,7 +108,7 @@ def run_agentic(
 
     from apibank.agent.episode_runner import DEFAULT_MAX_STEPS, DEFAULT_TIME_LIMIT, Limits, default_gold_cache, run_level, summarise
     from apibank.data.episodes import load_episodes
-    from apibank.pipeline.results import library_versions, package_version, usage_totals
+    from apibank.pipeline.results import library_versions, package_version, record_unread_calls, usage_totals
 
     done = {episode_key(record): record for record in previous}
     audit = load_audit(data_dir)
@@ -178,6 +178,8 @@ def run_agentic(
         results["thinking"] = driver.thinking
     if template is not None:  # the chat template used and each adaptation it needed
         results["chat_template"] = template
+    if driver is not None:
+        record_unread_calls(results, driver.unread_calls)
     if output is not None:
         write_agentic_outputs(results, output, dataset_id=dataset_id)
     return results

@@ -39,8 +39,9 @@ from apibank.files import (
 from apibank.generate.backends import Backend, make_backend
 from apibank.generate.predictions import read_predictions, write_predictions
 from apibank.generate.runner import generate_predictions, sized_settings, thinking_of, thinking_plan
+from apibank.generate.toolcalls.markup import holds_call_markup, tool_names
 from apibank.benchmark import DEFAULT_PROTOCOL, MODEL_FORMAT, PROTOCOLS
-from apibank.pipeline.results import build_results, parse_price, recorded, usage_totals
+from apibank.pipeline.results import build_results, parse_price, record_unread_calls, recorded, usage_totals
 from apibank.pipeline.rows import level_of, limit_rows, load_rows
 
 
@@ -161,6 +162,8 @@ def evaluate(
     if overwrite and predictions_path.exists():
         predictions_path.unlink()
     try:
+        if fmt == "tools" and hasattr(engine, "check_calls_read"):  # else every API row might silently score 0
+            engine.check_calls_read()
         settings = sized_settings(engine, level_rows, fmt, max_new_tokens=max_new_tokens, stop=stop,
                                   thinking_budget=thinking_budget)
         thinking = thinking_plan(thinking_of(engine, fmt), thinking_budget)
@@ -189,10 +192,20 @@ def evaluate(
     )
     if template is not None:  # the chat template used and each adaptation it needed
         results["chat_template"] = template
+    if fmt == "tools":
+        record_unread_calls(results, unread_calls(records, rows))
     results["thinking"] = thinking
     write_outputs(results, scores.get("details", []), rows, output_dir, dataset_id=dataset_id,
                   leaderboard_protocol=leaderboard_protocol, dataset_revision=dataset_revision)
     return results
+
+
+def unread_calls(records: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]) -> int:
+    """How many tools-format outputs hold call-like markup (:mod:`apibank.generate.toolcalls.markup`) but
+    gave no native call: a reader that does not know the model's format."""
+    names = {row["id"]: tool_names(row.get("tools")) for row in rows}
+    return sum(1 for record in records if "tool_call" not in record
+               and holds_call_markup(str(record.get("raw_output") or ""), names.get(record["id"], ())))
 
 
 def write_prompts(
@@ -208,6 +221,7 @@ def write_prompts(
     icl: bool = False,
     backend_options: Mapping[str, Any] | None = None,
     subset: str | None = None,
+    renderer: Any = None,
 ) -> dict[str, Any]:
     """``apibank evaluate --prompts-only``: every row's prompt, as the backend would send it, written to
     ``output_dir/prompts.jsonl`` without generating (and, where the backend renders with a tokenizer,
@@ -215,7 +229,10 @@ def write_prompts(
     an endpoint the messages and tools of the request), ``messages`` (the conversation before rendering),
     ``tools``, ``adaptations`` (the names of the rewrites its template needed). A row that the template
     refuses or renders with a piece missing raises :class:`~apibank.generate.templates.TemplateRefusal`.
-    Returns a summary: the file, the row count, the template's adaptations and thinking."""
+    In the tools format, the calls the template writes are read back with the run's reader first
+    (:class:`~apibank.generate.templates.readback.CallsUnread` if they do not come back). ``renderer``: one
+    already made (the CLI's, from its checks). Returns a summary: the file, the row count, the template's
+    adaptations and thinking."""
     from apibank.generate.backends import BACKEND_REGISTRY
     from apibank.generate.conversation import build_conversation
 
@@ -223,7 +240,10 @@ def write_prompts(
     if subset:
         rows = subset_rows(load_audit(data_dir), rows, subset)
     rows = limit_rows(rows, limit, kinds)
-    renderer = BACKEND_REGISTRY.get(backend).prompt_renderer(model, **dict(backend_options or {}))
+    if renderer is None:
+        renderer = BACKEND_REGISTRY.get(backend).prompt_renderer(model, **dict(backend_options or {}))
+    if fmt == "tools" and hasattr(renderer, "check_calls_read"):
+        renderer.check_calls_read()
     path = Path(output_dir) / PROMPTS_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_writer(path) as handle:

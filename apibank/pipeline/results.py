@@ -197,6 +197,29 @@ def build_results(
     return results
 
 
+def record_unread_calls(results: dict[str, Any], unread: int) -> None:
+    """Write ``unread_calls`` (outputs holding call-like markup from which the run's reader read no call,
+    :mod:`apibank.generate.toolcalls.markup`) beside the reader's name: in the chat template's record, or
+    for a backend without one (it reads its own calls) at the top."""
+    template = results.get("chat_template")
+    if isinstance(template, dict):
+        template["tool_parser"] = {**(template.get("tool_parser") or {}), "unread_calls": unread}
+    else:
+        results["tool_parser"] = {"name": None, "chosen_by": "backend", "unread_calls": unread}
+
+
+def unread_calls_line(results: Mapping[str, Any], outputs: str = "outputs") -> str:
+    """A warning for the run's summary when some outputs hold call markup that no reader read (empty if none)."""
+    template = results.get("chat_template")
+    parser = (template.get("tool_parser") if isinstance(template, Mapping) else None) or results.get("tool_parser") or {}
+    unread = parser.get("unread_calls") or 0
+    if not unread:
+        return ""
+    return (f"warning: {unread} {outputs} hold call markup from which the reader ({parser.get('name') or 'auto'}) "
+            "read no call: they count as no call; see their raw_output, and choose a reader with --tool-parser "
+            "NAME or --response-template FILE")
+
+
 def results_table(results: Mapping[str, Any]) -> str:
     model = results.get("model", {})
     title = (
@@ -209,8 +232,8 @@ def results_table(results: Mapping[str, Any]) -> str:
     verified = summary_table(results.get("verified"), results.get("levels") or LEVELS)
     if verified and not results.get("audit_subset"):  # a --subset verified run's scores are these already
         table += "\n\n" + verified
-    line = usage_line(results.get("usage") or {})
-    return f"{table}\n{line}" if line else table
+    lines = [line for line in (usage_line(results.get("usage") or {}), unread_calls_line(results)) if line]
+    return "\n".join([table, *lines])
 
 
 def usage_line(usage: Mapping[str, Any]) -> str:

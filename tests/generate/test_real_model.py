@@ -109,3 +109,24 @@ def test_interrupted_run_resumes_to_the_same_answers(backend, cli_run, data_dir,
     for record in resumed:
         for key in ("prediction", "raw_output", "prompt", "prompt_tokens", "generated_tokens", "decoding"):
             assert record[key] == reference[record["id"]][key], (record["id"], key)
+
+
+def test_a_template_whose_calls_no_reader_reads_stops_before_the_weights_load(gemma_gguf, cli_run, data_dir, tmp_path,
+                                                                             capsys, monkeypatch):
+    """``--format tools`` with a template whose call markup no reader reads: one line, exit 2, and the GGUF
+    file's tokenizer alone was read (after ``cli_run``, from the conversion cache)."""
+    import apibank.generate.backends.loading as loading
+    from support.paths import TEMPLATES_DIR
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the GGUF weights loaded before the calls were read back")
+
+    monkeypatch.setattr(loading, "load_tokenizer_and_model", refuse)
+    monkeypatch.setattr("apibank.pipeline.classic.make_backend", refuse)
+    out = tmp_path / "out"
+    assert apibank_cli.main(["evaluate", "--model", str(gemma_gguf), "--format", "tools", "--levels", "1",
+                             "--data-dir", str(data_dir), "--output", str(out),
+                             "--chat-template", str(TEMPLATES_DIR / "unread_calls.jinja")]) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and "<<call>>ProbeToolA1|" in error and "--tool-parser NAME" in error
+    assert not out.exists()

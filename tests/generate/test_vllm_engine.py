@@ -210,3 +210,24 @@ def test_a_ray_cluster_without_a_slot_per_rank_is_refused_in_one_line():
         assert ray.is_initialized()
     finally:
         ray.shutdown()
+
+
+def test_a_template_whose_calls_no_reader_reads_stops_before_the_engine_starts(gemma_gguf, data_dir, tmp_path,
+                                                                              capsys, monkeypatch):
+    """``--format tools`` with a template whose call markup no reader reads: one line, exit 2, no engine."""
+    import vllm
+
+    from support.paths import TEMPLATES_DIR
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("vLLM's engine started before the calls were read back")
+
+    monkeypatch.setattr(vllm, "LLM", refuse)
+    out = tmp_path / "out"
+    status = apibank_cli.main(["evaluate", "--backend", "vllm", "--model", str(gemma_gguf), "--format", "tools",
+                               "--chat-template", str(TEMPLATES_DIR / "unread_calls.jinja"), "--data-dir",
+                               str(data_dir), "--output", str(out)])
+    error = capsys.readouterr().err.strip()
+    assert status == 2, error
+    assert len(error.splitlines()) == 1 and "<<call>>ProbeToolA1|" in error and "--tool-parser NAME" in error
+    assert not out.exists()

@@ -12,8 +12,10 @@ from apibank.generate.backends.model_checks import check_hf_model, read_chat_tem
 from apibank.generate.backends.options import (CHAT_TEMPLATE, CHAT_TEMPLATE_KWARGS, DTYPE, RESPONSE_TEMPLATE,
                                                 REVISION, TOOL_PARSER, TRUST_REMOTE_CODE, Option)
 from apibank.generate.conversation import Conversation
-from apibank.generate.stops import StopWatch
+from apibank.generate.stops import TURN_END_MARKERS, StopWatch
 from apibank.generate.templates import TemplateAdapter, TemplateRefusal
+from apibank.generate.templates.probes import call_probe_tools
+from apibank.generate.templates.readback import check_calls_read, reader_label
 from apibank.generate.toolcalls import ParserChoice, ToolCall
 
 
@@ -116,6 +118,7 @@ class _HFRendering:
             "chat_template_kwargs": dict(self.chat_template_kwargs or {}),
             "template_adaptations": adapter.adaptations if adapter else [],
             "tool_parser": self.parser_choice().as_dict(),
+            **({"calls_read_back": self._calls_read} if getattr(self, "_calls_read", None) else {}),
         }
 
     def thinking(self, fmt: str) -> str | None:
@@ -137,7 +140,26 @@ class _HFRendering:
     def _parse_tool_calls(self, raw: str, prompt: str, conversation: Conversation) -> list[ToolCall] | None:
         if conversation.format != "tools":
             return None
-        return self.parser_choice().read(raw, conversation.tools, prompt=prompt)
+        return self._read_calls(raw, prompt, conversation.tools)
+
+    def _read_calls(self, raw: str, prompt: str, tools: list[dict[str, Any]] | None) -> list[ToolCall]:
+        """The calls in one raw output, as the run reads them (the model's own response template first)."""
+        return self.parser_choice().read(raw, tools, prompt=prompt)
+
+    def check_calls_read(self) -> dict[str, Any]:
+        """The calls the chat template writes, read back with this run's reader
+        (:func:`~apibank.generate.templates.readback.check_calls_read`): the record for results.json, or
+        :class:`~apibank.generate.templates.readback.CallsUnread` before any row is generated."""
+        record = getattr(self, "_calls_read", None)
+        if record is None:
+            tools = call_probe_tools()
+            eos = getattr(self.tokenizer, "eos_token", None)
+            record = check_calls_read(
+                self._adapter(), lambda text, prompt: self._read_calls(text, prompt, tools),
+                reader=reader_label(self.parser_choice().as_dict()),
+                end_markers=(*TURN_END_MARKERS, *([eos] if isinstance(eos, str) else [])))
+            self._calls_read = record
+        return record
 
 
 class TokenizerRendering(_HFRendering):
@@ -145,13 +167,14 @@ class TokenizerRendering(_HFRendering):
 
     def __init__(self, model: str, *, revision: str | None = None, trust_remote_code: bool = False,
                  chat_template: str = "auto", chat_template_kwargs: dict[str, Any] | None = None,
-                 **_engine_options: Any) -> None:
+                 tool_parser: str | None = None, **_engine_options: Any) -> None:
         from apibank.generate.backends.loading import load_tokenizer, resolve_model
 
         self.source = resolve_model(model)
         self.tokenizer = load_tokenizer(self.source, revision=revision, trust_remote_code=trust_remote_code)
         self.chat_template = chat_template
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
+        self.tool_parser = tool_parser
 
     @classmethod
     def around(cls, tokenizer: Any, *, chat_template: str = "auto",

@@ -33,6 +33,9 @@ def _usage(reply: dict[str, Any]) -> dict[str, int] | None:
             out[key] = value
     return out or None
 
+# Why an endpoint's calls are not read back before the run (apibank.generate.templates.readback).
+NO_LOCAL_TEMPLATE = "the endpoint's chat template is the server's, not known here"
+
 ENDPOINT_ESCALATION = tuple(
     [name for name in ESCALATION if name not in ("call-ids-alphanumeric", "arguments-as-json-text")]
     + ["call-ids-alphanumeric", "arguments-as-json-text"])
@@ -127,7 +130,8 @@ class OpenAIBackend(Backend):
         adaptations = [self._adaptations[name].as_dict() for name in ORDER if name in self._adaptations]
         return {"chat_template_file": None, "chat_template_sha256": None,
                 "chat_template_kwargs": dict(self.chat_template_kwargs), "template_adaptations": adaptations,
-                "tool_parser": self.parser_choice.as_dict()}
+                "tool_parser": self.parser_choice.as_dict(),
+                "calls_read_back": {"result": "not checked", "why": NO_LOCAL_TEMPLATE}}
 
     # -- the request
     def wire_messages(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
