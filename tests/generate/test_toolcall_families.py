@@ -9,13 +9,19 @@ import json
 import os
 
 import pytest
-
-import apibank
-from apibank.generate.toolcalls import READERS, answer_of, get_reader, read_calls, read_tool_calls, reader_for_template
-from apibank.notation import call_text, parse_request
 from support.native_calls import BARE_JSON, UNMARKED, WRITERS, Call
 from support.paths import REAL_TEMPLATES_DIR, REPO
 
+import apibank
+from apibank.generate.toolcalls import (
+    READERS,
+    answer_of,
+    get_reader,
+    read_calls,
+    read_tool_calls,
+    reader_for_template,
+)
+from apibank.notation import call_text, parse_request
 
 MANIFEST = json.loads((REAL_TEMPLATES_DIR / "manifest.json").read_text(encoding="utf-8"))["templates"]
 SHIPPED = {entry["family"]: entry for entry in MANIFEST if entry["shipped"]}

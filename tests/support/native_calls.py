@@ -8,7 +8,8 @@ families have no marker of their own. The tests of the readers and the parity ch
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from apibank.generate.toolcalls.gemma4 import QUOTE
 
