@@ -148,7 +148,7 @@ WRITERS.update({
                                      f"{json.dumps({'name': n, 'args': a}, ensure_ascii=False)}<|end_message|>"
                                      for n, a in calls),
     "step3": lambda calls: "<｜tool_calls_begin｜>" + "".join(
-        f"<｜tool_call_begin｜>function<｜tool_sep｜>" + _invoke([(n, a)], "steptml:") + "<｜tool_call_end｜>"
+        "<｜tool_call_begin｜>function<｜tool_sep｜>" + _invoke([(n, a)], "steptml:") + "<｜tool_call_end｜>"
         for n, a in calls) + "<｜tool_calls_end｜>",
     "cohere_command3": lambda calls: "<|START_ACTION|>" + json.dumps(
         [{"tool_call_id": str(i), "tool_name": n, "parameters": a} for i, (n, a) in enumerate(calls)],
