@@ -16,6 +16,6 @@ def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
     return prefixed_calls(text, _CALL)
 
 
-READERS = (Reader("deepseek_v3", read, template_markers=(("<｜tool▁sep｜>", "```json"),),
+READERS = (Reader("deepseek_v3", read, priority=85, template_markers=(("<｜tool▁sep｜>", "```json"),),
                   text_markers=(re.compile(r"<｜tool▁sep｜>\s*[A-Za-z_][\w.\-]*\s*```"),),
                   summary="<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME ```json {JSON} ```<｜tool▁call▁end｜>"),)

@@ -24,6 +24,6 @@ def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
     return calls
 
 
-READERS = (Reader("functionary_v32", read, template_markers=((">>>all",),),
+READERS = (Reader("functionary_v32", read, priority=35, template_markers=((">>>all",),),
                   text_markers=(re.compile(r">>>\s*[A-Za-z_][\w.\-]*\s*\n\s*\{"),),
                   summary=">>>NAME\\n{JSON}"),)

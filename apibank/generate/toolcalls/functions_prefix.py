@@ -15,5 +15,5 @@ def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
     return prefixed_calls(text, _CALL)
 
 
-READERS = (Reader("functions_prefix", read, template_markers=(), text_markers=(_CALL,),
+READERS = (Reader("functions_prefix", read, priority=10, template_markers=(), text_markers=(_CALL,),
                   summary="functions.NAME:\\n{JSON}"),)

@@ -133,5 +133,5 @@ def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
     return calls
 
 
-READERS = (Reader("gemma4", read, template_markers=(("<|tool_call>",),), text_markers=(re.compile(r"<\|tool_call>\s*call:"),),
+READERS = (Reader("gemma4", read, priority=70, template_markers=(("<|tool_call>",),), text_markers=(re.compile(r"<\|tool_call>\s*call:"),),
                   summary='<|tool_call>call:NAME{key:<|"|>v<|"|>}<tool_call|>'),)

@@ -20,5 +20,5 @@ def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
     return calls
 
 
-READERS = (Reader("granite", read, template_markers=((_MARKER,),), text_markers=(re.compile(re.escape(_MARKER)),),
+READERS = (Reader("granite", read, priority=50, template_markers=((_MARKER,),), text_markers=(re.compile(re.escape(_MARKER)),),
                   summary="<|tool_call|>[{JSON}, ...]"),)

@@ -19,6 +19,6 @@ def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
     return calls
 
 
-READERS = (Reader("internlm", read, template_markers=(("<|plugin|>",),),
+READERS = (Reader("internlm", read, priority=40, template_markers=(("<|plugin|>",),),
                   text_markers=(re.compile(r"<\|action_start\|>\s*<\|plugin\|>"),),
                   summary="<|action_start|><|plugin|>{JSON}<|action_end|>"),)

@@ -54,4 +54,4 @@ def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
     return calls_in_text(text, list(schemas) if schemas else None)
 
 
-READERS = (Reader("json", read, template_markers=(), summary="any of the syntaxes above, JSON calls in prose included"),)
+READERS = (Reader("json", read, priority=0, template_markers=(), summary="any of the syntaxes above, JSON calls in prose included"),)

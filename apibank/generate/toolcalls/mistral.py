@@ -33,5 +33,5 @@ def read_named(text: str) -> list[ToolCall]:
     return read(text, named_only=True)
 
 
-READERS = (Reader("mistral", read, template_markers=((_MARKER,),), text_markers=(re.compile(re.escape(_MARKER)),),
+READERS = (Reader("mistral", read, priority=55, template_markers=((_MARKER,),), text_markers=(re.compile(re.escape(_MARKER)),),
                   summary="[TOOL_CALLS][{JSON}] or [TOOL_CALLS]Name[ARGS]{JSON}"),)

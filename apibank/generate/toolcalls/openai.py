@@ -22,6 +22,6 @@ def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
     return prefixed_calls(text, _CALL)
 
 
-READERS = (Reader("openai", read, template_markers=(("<|channel|>", "<|call|>"),),
+READERS = (Reader("openai", read, priority=90, template_markers=(("<|channel|>", "<|call|>"),),
                   text_markers=(re.compile(r"to=functions\.[A-Za-z_]"),),
                   summary="<|channel|>commentary to=functions.NAME <|message|>{JSON}<|call|>"),)

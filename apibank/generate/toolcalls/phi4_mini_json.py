@@ -33,5 +33,5 @@ def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
     return calls_in_values(value for value in values if value is not None)
 
 
-READERS = (Reader("phi4_mini_json", read, template_markers=(("functools",), ("<|tool|>", "<|/tool|>")),
+READERS = (Reader("phi4_mini_json", read, priority=45, template_markers=(("functools",), ("<|tool|>", "<|/tool|>")),
                   text_markers=(_MARKER,), summary="functools[{JSON}, ...]"),)

@@ -85,8 +85,8 @@ def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
 
 _LIST_START = re.compile(r"\A\s*(?:<\|python_start\|>\s*)?\[\s*[A-Za-z_][\w.]*\(")
 READERS = (
-    Reader("llama4_pythonic", read, template_markers=(("<|header_start|>", "[func_name1("), ("<|python_start|>",)),
+    Reader("llama4_pythonic", read, priority=25, template_markers=(("<|header_start|>", "[func_name1("), ("<|python_start|>",)),
            text_markers=(re.compile(r"<\|python_start\|>"),), summary="[Name(key='v')] (<|python_start|> allowed)"),
-    Reader("pythonic", read, template_markers=(("[func_name1(",),), text_markers=(_LIST_START,),
+    Reader("pythonic", read, priority=24, template_markers=(("[func_name1(",),), text_markers=(_LIST_START,),
            summary="[Name(key='v'), ...]"),
 )

@@ -13,6 +13,6 @@ def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
     return calls_in_values(json_values(text))
 
 
-READERS = (Reader("xlam", read, template_markers=(('"name": "tool_call_name"',),),
+READERS = (Reader("xlam", read, priority=15, template_markers=(('"name": "tool_call_name"',),),
                   text_markers=(re.compile(r'\A\s*(?:```(?:json)?\s*)?\[\s*\{\s*"name"\s*:'),),
                   summary='[{"name": ..., "arguments": {...}}]'),)
