@@ -50,6 +50,6 @@ def _pairs(body: str, parameters: Any) -> tuple[dict[str, Any], bool]:
         position = value_end + len("</arg_value>")
 
 
-READERS = (Reader("glm45", read, priority=65, template_markers=(("<arg_key>",),),
+READERS = (Reader("glm45", read, priority=65, aliases=("glm47", "ling3", "poolside_v1"), template_markers=(("<arg_key>",),),
                   text_markers=(re.compile(r"<arg_key>"), re.compile(r"<tool_call>\s*[A-Za-z_][\w.\-]*\s*</tool_call>")),
                   summary="<tool_call>NAME<arg_key>k</arg_key><arg_value>v</arg_value></tool_call>"),)

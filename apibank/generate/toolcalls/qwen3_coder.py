@@ -32,6 +32,6 @@ def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
     return calls
 
 
-READERS = (Reader("qwen3_coder", read, priority=60, template_markers=(("<function=", "<parameter="),),
+READERS = (Reader("qwen3_coder", read, priority=60, aliases=("mimo", "qwen3_xml", "step3p5"), template_markers=(("<function=", "<parameter="),),
                   text_markers=(re.compile(r"<function=\s*[A-Za-z_]"),),
                   summary="<tool_call><function=NAME><parameter=k>v</parameter></function></tool_call>"),)
