@@ -9,7 +9,7 @@ import json
 import os
 
 import pytest
-from support.native_calls import BARE_JSON, UNMARKED, WRITERS, Call
+from support.native_calls import BARE_JSON, SINGLE_CALL, UNMARKED, WRITERS, Call
 from support.paths import REAL_TEMPLATES_DIR, REPO
 
 import apibank
@@ -30,8 +30,25 @@ PROBE_TOOLS = [{"type": "function", "function": {"name": "get_weather", "descrip
     "type": "object", "properties": {"city": {"type": "string", "description": "City."}}}}}]
 
 
-def test_every_registered_family_has_a_writer():
-    assert set(WRITERS) == set(READERS.names())
+# Every name a run can be given: each family's and its aliases (vLLM's names read the same way).
+NAMES = READERS.all_names()
+VLLM = json.loads((REPO / "apibank" / "generate" / "toolcalls" / "vllm_names.json").read_text(encoding="utf-8"))
+
+
+def test_every_registered_name_has_a_writer():
+    assert set(WRITERS) == set(NAMES)
+
+
+def test_every_tool_parser_of_vllm_is_read():
+    """vLLM 0.32.0's 53 registered tool-call formats (``hf`` reads a model's own response template, as
+    ``--response-template`` does here) and 38 reasoning parsers, each read under its own name."""
+    assert VLLM["vllm"] == "0.32.0"
+    tool_parsers = [name for name in VLLM["tool_parsers"] if name != "hf"]
+    assert len(tool_parsers) == 53 and len(VLLM["reasoning_parsers"]) == 38
+    names = {name.replace("-", "_") for name in reader_names()}
+    assert [name for name in tool_parsers if name.replace("-", "_") not in names] == []
+    for name in tool_parsers:
+        assert get_reader(name.replace("_", "-")) is get_reader(name.replace("-", "_"))
 
 
 # ----------------------------------------------------------------------------------- the gold
@@ -50,14 +67,35 @@ def test_the_gold_is_every_api_row(gold):
     assert len(gold) == 779
 
 
-@pytest.mark.parametrize("family", READERS.names())
-def test_every_gold_call_in_the_documented_format_reads_back(family, gold):
+@pytest.fixture(scope="module")
+def row_tools(api_rows) -> list[list[dict]]:
+    """Each row's tools as ``evaluate --format tools`` offers them to the model (and to the reader)."""
+    return [[tool_schema(tool["name"], tool["description"], int(row["level"])) for tool in row["tools"]]
+            for row in api_rows]
+
+
+def as_typed(call: Call, tools: list[dict]) -> Call:
+    """The gold call with its values typed by the offered tools' schemas (transformers' rule, the engine's)."""
+    schemas = {tool["function"]["name"]: tool["function"]["parameters"] for tool in tools}
+    return call[0], typed(call[0], dict(call[1]), schemas)
+
+
+@pytest.mark.parametrize("family", NAMES)
+def test_every_gold_call_in_the_documented_format_reads_back(family, gold, row_tools):
     writer = WRITERS[family]
-    for name, arguments in gold:
+    typed_rows = 0
+    for (name, arguments), tools in zip(gold, row_tools):
         text = writer([(name, arguments)])
         assert read_tool_calls(text, parser=family) == [(name, arguments)], text
         if family not in UNMARKED:  # recognised from the text alone, no template given
             assert read_tool_calls(text) == [(name, arguments)], text
+        # with the row's tools, as evaluate passes them: the values as written, or typed by the schema
+        typed_call = as_typed((name, arguments), tools)
+        read = read_tool_calls(text, parser=family, tools=tools)
+        assert read in ([(name, arguments)], [typed_call]), text
+        typed_rows += read == [typed_call] != [(name, arguments)]
+    # 12 rows give a string to an integer or boolean parameter ("1", "True"): typed, or kept as written
+    assert typed_rows in (0, 12)
 
 
 # ------------------------------------------------------------------------------- real templates
@@ -141,6 +179,11 @@ SELECTS = {
     "phi-4-mini": "phi4_mini_json", "phi-4-mini-vllm": "phi4_mini_json", "qwen2.5": "hermes", "qwen3": "hermes",
     "qwen3-8b": "hermes", "qwq": "hermes", "qwen3-coder": "qwen3_coder", "smollm3": None, "toolace": "pythonic",
     "xlam": "xlam", "xlam-llama": "xlam",
+    "seed-oss": "seed_oss", "glm-4.7": "glm45", "kimi-k2-thinking": "kimi_k2", "nemotron-3-nano": "qwen3_coder",
+    "step-3.5": "qwen3_coder", "deepseek-v3.2": "deepseek_v32", "minimax-m2": "minimax_m2",
+    "nemotron-nano-v2": "nemotron_json", "command-r7b": "cohere_command3", "apertus": "apertus", "lfm2.5": "lfm2",
+    "apriel-1.6": "hunyuan_a13b", "ministral-3-reasoning": "mistral", "gigachat3": "gigachat3", "mimo-vl": "hermes",
+    "hy3": "hy_v3",
 }
 
 
@@ -174,15 +217,15 @@ HARD_SCHEMA = [{"type": "function", "function": {"name": "Probe", "parameters": 
     "nested": {"type": "object"}}}}}]
 
 
-@pytest.mark.parametrize("family", READERS.names())
+@pytest.mark.parametrize("family", NAMES)
 def test_hard_values_and_parallel_calls(family):
-    calls = [HARD, ("GetToday", {}), ("QueryMeeting", {"user_name": "Zoë"})]
+    calls = [HARD, ("GetToday", {}), ("QueryMeeting", {"user_name": "Zoë"})][:1 if family in SINGLE_CALL else 3]
     text = WRITERS[family](calls)
     # families that write values as bare text type them by the offered schema
     assert read_tool_calls(text, parser=family, tools=HARD_SCHEMA) == calls, text
 
 
-@pytest.mark.parametrize("family", READERS.names())
+@pytest.mark.parametrize("family", NAMES)
 def test_thinking_is_never_read_as_a_call(family):
     real = ("GetToday", {})
     thought = ("<think>Maybe " + WRITERS[family]([HARD]) + ' or {"name": "AddAlarm", "arguments": {}}?</think>\n')
@@ -213,7 +256,7 @@ def test_plain_answers_holding_json_are_no_calls(text, templates):
         reader = reader_for_template(template)
         if reader is None or reader.name not in BARE_JSON:
             assert read_calls(text, template) == [], family
-    for family in sorted(set(READERS.names()) - BARE_JSON):
+    for family in sorted(set(NAMES) - BARE_JSON):
         assert read_tool_calls(text, parser=family) == [], family
 
 
@@ -246,7 +289,7 @@ HOSTILE = ["[", "{", '"', "\\", '{"name": ', "<tool_call>", "<tool_call>X\n<arg_
            "<think>", "</think>", "<|channel|>analysis<|message|>"]
 
 
-@pytest.mark.parametrize("family", [*READERS.names(), None])
+@pytest.mark.parametrize("family", [*NAMES, None])
 def test_hostile_text_is_bounded(family):
     """Every family's openers repeated past the bounds (unclosed, or nested 2,000 deep): no exception, no call
     invented; a real call after a run of unclosed openers is still read."""
