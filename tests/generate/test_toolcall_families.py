@@ -9,19 +9,17 @@ import json
 import os
 
 import pytest
-from support.native_calls import BARE_JSON, SINGLE_CALL, UNMARKED, WRITERS, Call
-from support.paths import REAL_TEMPLATES_DIR, REPO
 
 import apibank
+from apibank.generate.conversation import tool_schema
 from apibank.generate.toolcalls import (
-    READERS,
-    answer_of,
-    get_reader,
-    read_calls,
-    read_tool_calls,
-    reader_for_template,
+    READERS, answer_of, get_reader, read_calls, read_tool_calls, reader_for_template, reader_names,
 )
+from apibank.generate.toolcalls.olmo3 import typed
+from apibank.generate.toolcalls.reasoning import BLOCKS, MARKERS
 from apibank.notation import call_text, parse_request
+from support.native_calls import BARE_JSON, SINGLE_CALL, UNMARKED, WRITERS, Call
+from support.paths import REAL_TEMPLATES_DIR, REPO
 
 MANIFEST = json.loads((REAL_TEMPLATES_DIR / "manifest.json").read_text(encoding="utf-8"))["templates"]
 SHIPPED = {entry["family"]: entry for entry in MANIFEST if entry["shipped"]}
@@ -95,7 +93,7 @@ def test_every_gold_call_in_the_documented_format_reads_back(family, gold, row_t
         assert read in ([(name, arguments)], [typed_call]), text
         typed_rows += read == [typed_call] != [(name, arguments)]
     # 12 rows give a string to an integer or boolean parameter ("1", "True"): typed, or kept as written
-    assert typed_rows in (0, 12)
+    assert typed_rows <= 12
 
 
 # ------------------------------------------------------------------------------- real templates
@@ -165,8 +163,8 @@ def test_parallel_calls_rendered_by_the_real_template(family, templates, gold):
     template, entry = templates[family], SHIPPED[family]
     calls = [gold[0], gold[100], gold[500]]
     text = rendered_output(template, entry, calls, _render(template, [USER], True))
-    # GPT-OSS's template writes the first call of a turn only (harmony sends one call per message)
-    assert read_tool_calls(text, chat_template=template) == (calls[:1] if family == "gpt-oss" else calls), text
+    # GPT-OSS's and GigaChat 3's templates write the first call of a turn only (one call per message)
+    assert read_tool_calls(text, chat_template=template) == (calls[:1] if family in ("gpt-oss", "gigachat3") else calls), text
 
 
 # The family each collected template selects (the unshipped ones checked where the collection is at hand).
@@ -194,7 +192,7 @@ def test_each_template_selects_its_family(templates):
 
 
 # ------------------------------------------------------------------------------------ scoring
-def test_read_calls_score_as_the_gold_text(api_rows, gold, data_dir):
+def test_read_calls_score_as_the_gold_text(api_rows, gold, row_tools, data_dir):
     """The predictions the backends make of read-back calls (call_text) score the gold text's own figures;
     every family above reads back the same calls, so one scoring covers them all."""
     references = [row["reference"] for row in api_rows]
@@ -206,6 +204,11 @@ def test_read_calls_score_as_the_gold_text(api_rows, gold, data_dir):
     for protocol, correct in (("paper", 671), ("corrected", 779)):
         assert read[protocol]["overall"]["api"] == own[protocol]["overall"]["api"]
         assert read[protocol]["overall"]["api"]["correct"] == correct and own[protocol]["overall"]["api"]["total"] == 779
+    # read with the rows' tools, as evaluate reads them, 12 calls hold values the schema types ("1" as 1, "True"
+    # as True): their predictions are the same text, so they score the same figures
+    typed_calls = [as_typed(call, tools) for call, tools in zip(gold, row_tools)]
+    assert sum(typed != call for typed, call in zip(typed_calls, gold)) == 12
+    assert [call_text(*call) for call in typed_calls] == predictions
 
 
 # --------------------------------------------------------------------------- values and shapes
@@ -234,6 +237,31 @@ def test_thinking_is_never_read_as_a_call(family):
     assert read_tool_calls("<think>cut off while thinking " + WRITERS[family]([real]), parser=family) == []
     prefilled = "the prompt opened the block: " + WRITERS[family]([HARD]) + "</think>It is Monday."
     assert read_tool_calls(prefilled, parser=family) == []
+
+
+def test_every_reasoning_parser_of_vllm_has_its_markers():
+    assert MARKERS["vllm"] == VLLM["vllm"]
+    parsers = [parser for block in BLOCKS for parser in block.parsers]
+    assert sorted(parsers) == sorted(name for name in VLLM["reasoning_parsers"] if name != "hf")
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=lambda block: block.name)
+def test_a_draft_call_inside_any_reasoning_block_is_never_read(block):
+    """Seed-OSS drafting ``<seed:tool_call>`` inside ``<seed:think>``, Ministral 3 Reasoning ``[TOOL_CALLS]``
+    inside ``[THINK]``, ...: for every family, the call after the block is the one read."""
+    real = ("GetToday", {})
+    for family in NAMES:
+        write = WRITERS[family]
+        for opener, closer in zip(block.openers, block.closers):
+            if closer in write([HARD]):  # the family's own call text ends the block (harmony's <|end|>)
+                continue
+            draft = opener + "Maybe " + write([HARD]) + closer + "\n"
+            assert read_tool_calls(draft + "It is Monday.", parser=family) == [], (family, opener)
+            assert read_tool_calls(draft + write([real]), parser=family) == [real], (family, opener)
+            if family not in UNMARKED:
+                assert read_tool_calls(draft + write([real])) == [real], (family, opener)
+            if block.prefilled:  # the template opened the block in the prompt
+                assert read_tool_calls(write([HARD]) + closer + write([real]), parser=family) == [real], family
 
 
 def test_gpt_oss_analysis_channel_is_reasoning():
@@ -286,7 +314,18 @@ HOSTILE = ["[", "{", '"', "\\", '{"name": ', "<tool_call>", "<tool_call>X\n<arg_
            "<function=X><parameter=k>", "<|tool_call>call:X{", "{a:", '<|"|>', "to=functions.X<|message|>",
            "<｜tool▁call▁begin｜>X<｜tool▁sep｜>{", "<|tool_call_begin|>functions.X:0<|tool_call_argument_begin|>{",
            ">>>X\n{", "functools[", "[TOOL_CALLS]X[ARGS]{", "<|action_start|><|plugin|>{", "<|tool_call|>[", "[X(",
-           "<think>", "</think>", "<|channel|>analysis<|message|>"]
+           "<think>", "</think>", "<|channel|>analysis<|message|>",
+           # issue 36's families: their call openers, unclosed
+           '<｜DSML｜invoke name="X"><｜DSML｜parameter name="k" string="true">', '<invoke name="X"><parameter name="k">',
+           ']<]minimax[>[<invoke name="X">]<]minimax[>[<k>', "<seed:tool_call><function=X><parameter=k>",
+           "<tool_calls>[", "<longcat_tool_call>{", "<|tool_call_start|>[X(", "<start_function_call>call:X{k:<escape>",
+           "<|function_call|>{", "<function_call> {", "<tool_call>X<tool_sep><arg_key>k</arg_key><arg_value>",
+           "<tool_calls><tool_call>X<arg_key>k</arg_key><arg_value>", "<ifm|tool_call>X<ifm|arg_key>k</ifm|arg_key>",
+           '<|open|>call tool="X" index="1"<|sep|><|open|>argument key="k" type="string"<|sep|>',
+           '<function name="X"><param name="k">', "<|plamo:begin_tool_name:plamo|>X<|plamo:end_tool_name:plamo|>",
+           "<|content_invoke_tool_json|>{", '<steptml:invoke name="X"><steptml:parameter name="k">',
+           "<|START_ACTION|>[", '<atem:invoke name="X"><atem:parameter name="k">', "<TOOLCALL>[", "<|tools_prefix|>[",
+           "<function_calls>X(", "[THINK]", "<seed:think>", "<|START_THINKING|>"]
 
 
 @pytest.mark.parametrize("family", [*NAMES, None])
