@@ -95,3 +95,20 @@ def test_the_engine_keeps_the_bounds(family):
     assert read_tool_calls(long, parser="hermes") == []
     assert len(read_tool_calls(CALL * 100, parser="hermes")) == 64
     assert read_tool_calls(" " * MAX_TEXT_CHARS + CALL, parser="hermes") == []
+
+
+# The native call text of each spec family (the writers of test_toolcall_families), with one call to read.
+def _writers():
+    from test_toolcall_families import WRITERS
+
+    return WRITERS
+
+
+@pytest.mark.parametrize("family", SPEC_FAMILIES)
+def test_a_call_reads_back_wherever_a_piece_of_the_stream_ends(family):
+    from apibank.generate.toolcalls.engine import FEED_CHARS
+
+    call = ("QueryMeeting", {"user_name": "John", "n": "3"})
+    text = _writers()[family]([call])
+    for shift in range(FEED_CHARS):
+        assert read_tool_calls("x" * shift + text, parser=family) == [call], shift

@@ -11,9 +11,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from apibank.generate.toolcalls.gemma4 import QUOTE
 
 Call = tuple[str, dict[str, Any]]
+QUOTE = '<|"|>'  # Gemma 4's string mark
 
 
 def _gemma(value: Any) -> str:

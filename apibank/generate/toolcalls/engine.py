@@ -24,6 +24,10 @@ from apibank.generate.toolcalls.generic import MAX_CALLS, MAX_DEPTH, MAX_TEXT_CH
 from apibank.notation import MAX_CALL_CHARS
 
 Schemas = Mapping[str, Mapping[str, Any]]  # tool name -> its JSON-schema ``parameters``
+# The engine is fed the text in pieces of this size, as a stream: it matches delimiters in the `regex` module's
+# partial mode, which on a whole 64 KB text takes seconds for some patterns (measured in the CHANGELOG), and
+# per piece only what is still pending is searched again.
+FEED_CHARS = 256
 
 
 def compile_template(template: Any, source: str = "response template") -> Any:
@@ -104,13 +108,24 @@ def _bounded(call: ToolCall) -> bool:
         return False
 
 
-def message_of(text: str, template: Any, schemas: Schemas | None = None) -> dict[str, Any] | None:
+def message_of(text: str, template: Any, schemas: Schemas | None = None,
+               call_fields: tuple[str, ...] = ("tool_calls",)) -> dict[str, Any] | None:
     """The message transformers' engine reads from ``text`` (the first MAX_TEXT_CHARS characters) with a
-    compiled response template, the values typed by ``schemas``; None where the engine refuses the text."""
-    from transformers.utils.chat_parsing import parse_response
+    compiled response template, the values typed by ``schemas``; None where the engine refuses the text.
+    The text is read no further than the piece in which the MAX_CALLS-th region of ``call_fields`` closes
+    (each region costs the engine a fixed time: 11,000 tiny ones took it 2 s)."""
+    from transformers.utils.chat_parsing import ResponseParser
 
+    text = (text or "")[:MAX_TEXT_CHARS]
     try:
-        message = parse_response((text or "")[:MAX_TEXT_CHARS], template, prefix="", tools=_tools(schemas))
+        parser = ResponseParser(template, prefix="", tools=_tools(schemas))
+        regions = 0
+        for start in range(0, len(text), FEED_CHARS):
+            events = parser.feed(text[start:start + FEED_CHARS])
+            regions += sum(event["type"] == "region_close" and event["field"] in call_fields for event in events)
+            if regions >= MAX_CALLS:
+                break
+        message, _ = parser.finalize()
     except (ValueError, TypeError, KeyError, RecursionError):
         return None
     return message if isinstance(message, dict) else None
@@ -125,7 +140,7 @@ def template_calls(text: str, template: Any, schemas: Schemas | None = None,
     arguments are not an object, such as a region the engine kept as text because it was no JSON, is no
     call; otherwise (a model's or a user's template) arguments written as text are JSON text to decode,
     kept as :class:`~apibank.notation.UnreadableArguments` where they are none."""
-    message = message_of(text, template, schemas)
+    message = message_of(text, template, schemas, call_fields)
     if message is None:
         return []
     calls: list[ToolCall] = []

@@ -1,4 +1,7 @@
-"""``functions.NAME:`` followed by the arguments as JSON (llama-cpp-python's functionary and chatml
+"""Kept in Python: nothing closes a call but the end of its JSON object, and a response template's
+region needs a closing marker.
+
+``functions.NAME:`` followed by the arguments as JSON (llama-cpp-python's functionary and chatml
 function-calling formats)."""
 
 from __future__ import annotations

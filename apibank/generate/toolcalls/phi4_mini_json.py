@@ -1,4 +1,7 @@
-"""Phi-4-mini: ``functools[{"name": ..., "arguments": {...}}, ...]``.
+"""Kept in Python: besides ``functools[...]``, call objects written as Python dicts are read (no
+transformers content parser reads Python literals outside a call list).
+
+Phi-4-mini: ``functools[{"name": ..., "arguments": {...}}, ...]``.
 
 vLLM's Phi-4-mini template shows earlier calls as ``{"name": ..., "arguments": {'k': 'v'}}`` (a Python
 dict), and a model imitates its history: chosen from the template, call objects written so (JSON or

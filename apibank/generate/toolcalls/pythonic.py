@@ -1,4 +1,9 @@
-"""Python-style calls: ``[Name(key='v'), Other()]`` (vLLM's Llama 3.2 and ToolACE templates), Llama 4 between
+"""Kept in Python: transformers' ``python-call-list`` parser reads strict lists only, and these families
+write beyond it (ToolACE's template prints values unquoted, ``k=Paris``: of the 779 gold calls ToolACE's
+template renders, that parser reads 7 back exactly, this module 721; fenced blocks and bare calls of offered
+tools have no list at all).
+
+Python-style calls: ``[Name(key='v'), Other()]`` (vLLM's Llama 3.2 and ToolACE templates), Llama 4 between
 ``<|python_start|>`` and ``<|python_end|>``, or in a fenced ``python``/``tool_code`` block.
 
 Read with :mod:`ast` into literals only, never evaluated. Every call of a bracketed list is taken,

@@ -62,9 +62,7 @@ class Reader:
 
 
 # The families read in Python (each module says why at its top).
-MODULES = ("openai", "deepseek_v3", "gemma4", "glm45", "qwen3_coder", "mistral", "granite", "phi4_mini_json",
-           "internlm", "functionary_v32", "pythonic", "llama3_json", "xlam", "functions_prefix", "json_anywhere",
-           "olmo3", "apertus")
+MODULES = ("pythonic", "llama3_json", "xlam", "phi4_mini_json", "functions_prefix", "json_anywhere", "olmo3", "apertus")
 
 
 def _checked(spec: Any, source: str) -> dict[str, Any]:

@@ -1,4 +1,7 @@
-"""xLAM-2 and other JSON-list models: ``[{"name": ..., "arguments": {...}}, ...]``, bare or in a fenced
+"""Kept in Python: a bare JSON list with no marker around it, which a response template's regions (between
+markers) cannot find.
+
+xLAM-2 and other JSON-list models: ``[{"name": ..., "arguments": {...}}, ...]``, bare or in a fenced
 ``json`` block."""
 
 from __future__ import annotations
