@@ -12,11 +12,25 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from apibank.generate.toolcalls.generic import MAX_CALLS, ToolCall, delimited, too_deep
+from apibank.generate.toolcalls.generic import MAX_CALLS, ToolCall, too_deep
 from apibank.generate.toolcalls.registry import Reader, Schemas
 from apibank.notation import MAX_CALL_CHARS
 
-_BLOCK = re.compile(r"<function_calls>")
+
+
+def blocks(text: str, opener: str, closer: str) -> list[str]:
+    """The text after each ``opener`` up to the next ``closer`` (or the end: a model cut off by its token
+    limit), left to right, in linear time; at most MAX_CALLS blocks."""
+    found: list[str] = []
+    position = text.find(opener)
+    while position >= 0 and len(found) < MAX_CALLS:
+        start = position + len(opener)
+        end = text.find(closer, start)
+        found.append(text[start:] if end < 0 else text[start:end])
+        if end < 0:
+            break
+        position = text.find(opener, end + len(closer))
+    return found
 
 
 def _line_calls(line: str) -> list[dict[str, Any]]:
@@ -47,7 +61,7 @@ def typed(name: str, arguments: dict[str, Any], schemas: Schemas | None) -> dict
 
 def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
     calls: list[ToolCall] = []
-    for _, block in delimited(text, _BLOCK, "</function_calls>", last_unclosed=True):
+    for block in blocks(text, "<function_calls>", "</function_calls>"):
         for line in block.splitlines():
             for call in _line_calls(line.strip()) if line.strip() else ():
                 calls.append((call["name"], typed(call["name"], call["arguments"], schemas)))
