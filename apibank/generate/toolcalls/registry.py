@@ -62,7 +62,7 @@ class Reader:
 
 
 # The families read in Python (each module says why at its top).
-MODULES = ("pythonic", "llama3_json", "xlam", "phi4_mini_json", "functions_prefix", "json_anywhere")
+MODULES = ("pythonic", "llama3_json", "xlam", "phi4_mini_json", "functions_prefix", "json_anywhere", "olmo3", "apertus")
 
 
 def _checked(spec: Any, source: str) -> dict[str, Any]:
