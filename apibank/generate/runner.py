@@ -21,6 +21,7 @@ from apibank.generate.interrupts import HeldInterrupt
 from apibank.generate.predictions import PredictionWriter, check_resumable, repair
 from apibank.generate.stops import answer_text, renders_plain_text, stops_for
 from apibank.generate.toolcalls import MAX_TEXT_CHARS, answer_of
+from apibank.generate.toolcalls.reasoning import BLOCKS
 from apibank.notation import UnreadableArguments, call_text, unreadable_call_text
 
 # The most characters of a prediction or raw output a record keeps (a server may send megabytes). Cut
@@ -94,15 +95,60 @@ def generation_order(conversations: Sequence[Conversation], prompts: Sequence[st
     return [i for members in ordered for i in sorted(members, key=lambda i: len(prompts[i]))]
 
 
-def finish(conversation: Conversation, completion: Completion, settings: DecodingSettings) -> tuple[str, Any]:
-    """The prediction text for a completion, and the native tool call it came from (if any)."""
+def finish(conversation: Conversation, completion: Completion, settings: DecodingSettings,
+           prompt: str = "") -> tuple[str, Any]:
+    """The prediction text for a completion, and the native tool call it came from (if any). A completion
+    its token budget cut inside a reasoning block (:func:`cut_while_reasoning`; ``prompt``: the text the
+    model continued) has no answer: its prediction is empty (its raw output is kept)."""
     if conversation.format == "tools" and completion.tool_calls:
         name, arguments = completion.tool_calls[0]
         if isinstance(arguments, UnreadableArguments):  # kept as written; the judge names the fault
             return unreadable_call_text(name, arguments), {"name": name, "arguments_text": str(arguments),
                                                            "error": arguments.error}
         return call_text(name, arguments), {"name": name, "arguments": arguments}
-    return answer_text(answer_of(completion.text, completion.raw), settings.stop), None
+    text = completion.text
+    if completion.extra.get("finish_reason") == "length":
+        thinking = bool(settings.thinking_budget)
+        if any(cut_while_reasoning(output, prompt, thinking) for output in (text, completion.raw)):
+            return "", None
+        text = text[: len(text) - len(partial_marker(text))]
+    return answer_text(answer_of(text, completion.raw), settings.stop), None
+
+
+# The shortest piece of a reasoning marker taken for one at the end of a cut output ("<" alone is not)
+MIN_PARTIAL_MARKER = 2
+
+
+def partial_marker(text: str) -> str:
+    """The start of a reasoning marker (``<thin``, ``</thi``, ``◁/th``) that ends ``text``: what a cut
+    output holds when its budget ran out while the model wrote the marker; "" when none does."""
+    markers = [marker for block in BLOCKS for marker in (block.opener, block.closer)]
+    for size in range(max(len(marker) for marker in markers) - 1, MIN_PARTIAL_MARKER - 1, -1):
+        if len(text) >= size and any(marker.startswith(text[-size:]) for marker in markers if len(marker) > size):
+            return text[-size:]
+    return ""
+
+
+def cut_while_reasoning(output: str | None, prompt: str = "", thinking: bool = False) -> bool:
+    """Whether an output cut by its token budget ended inside a reasoning block (any family's,
+    :data:`~apibank.generate.toolcalls.reasoning.BLOCKS`): one it opened and never closed, or, for a block
+    a template may open in the prompt and the output has no closer of, one ``prompt`` left open, or one a
+    model that thinks first (``thinking``: the run gave it a thinking budget) was closing when cut (the
+    output ends with a piece of the closer, ``</thin``)."""
+    output = output or ""
+    tail = partial_marker(output)
+    for block in BLOCKS:
+        opened = output.rfind(block.opener)
+        if opened >= 0:
+            if block.closer not in output[opened + len(block.opener):]:
+                return True
+        elif block.prefilled and block.closer not in output:
+            in_prompt = prompt.rfind(block.opener)
+            if in_prompt >= 0 and block.closer not in prompt[in_prompt:]:
+                return True
+            if thinking and tail and block.closer.startswith(tail):
+                return True
+    return False
 
 
 def cut_texts(value: Any) -> tuple[Any, bool]:
@@ -226,11 +272,12 @@ def generate_predictions(
 
     def save(i: int, completion: Completion, seconds_share: float) -> None:
         conversation = conversations[i]
-        prediction, tool_call = finish(conversation, completion, settings)
+        prompt = completion.extra.get("prompt", prompts[i])  # the prompt sent, where the backend adapted it
+        prediction, tool_call = finish(conversation, completion, settings, prompt if isinstance(prompt, str) else "")
         record = {
             "id": conversation.row_id,
             "prediction": prediction,
-            "prompt": completion.extra.get("prompt", prompts[i]),  # the prompt sent, where the backend adapted it
+            "prompt": prompt,
             "raw_output": completion.raw,
             **run,
             "level": conversation.level,
