@@ -83,7 +83,8 @@ def check_arguments(args: argparse.Namespace) -> tuple[list[str], Any]:
     if args.time_limit is not None and not 0 < args.time_limit < float("inf"):
         raise UsageError(f"--time-limit {args.time_limit}: give a positive number of seconds")
     scripted = args.model in SCRIPTED_AGENTS
-    args.backend, args.backend_choice, args.backend_options = chosen_backend(args, scripted=scripted)
+    args.backend, args.backend_choice, args.backend_options = chosen_backend(
+        args, scripted=scripted, generation_flags=("--thinking-budget",))
     check_data_dir(args.data_dir, levels)
     if args.output is not None:
         check_writable(args.output)
@@ -93,6 +94,9 @@ def check_arguments(args: argparse.Namespace) -> tuple[list[str], Any]:
         if args.backend_options["chat_template"] not in TEMPLATE_MODES:
             raise UsageError("--chat-template FILE goes with the native tool format; --tool-format text sends a "
                              "plain transcript without a chat template")
+        if args.backend_options.get("chat_template_kwargs"):
+            raise UsageError("--chat-template-kwargs goes with the native tool format; --tool-format text sends a "
+                             "plain transcript without a chat template, so no template reads them")
         args.backend_options["chat_template"] = "off"  # the transcript goes out as plain text, never in a template
     BACKEND_REGISTRY.get(args.backend).check_options(args.model, args.backend_options)
     return levels, price

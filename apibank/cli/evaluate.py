@@ -145,7 +145,8 @@ def check_arguments(args: argparse.Namespace, fmt: str, output: Path) -> None:
             raise UsageError(f"{name} {value}: must be at least {low}")
     check_thinking_budget(args)
     scripted = scripted_model(args.model)
-    args.backend, args.backend_choice, args.backend_options = chosen_backend(args, scripted=scripted)
+    args.backend, args.backend_choice, args.backend_options = chosen_backend(
+        args, scripted=scripted, generation_flags=("--max-new-tokens", "--thinking-budget"))
     check_data_dir(args.data_dir, levels)
     check_output(output)
     if getattr(args, "prompts_only", False) and scripted:
