@@ -246,3 +246,18 @@ def test_the_libraries_progress_bars_stay_out_of_a_log(tmp_path, data_dir):
                           text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "it/s]" not in done.stderr and "Loading weights" not in done.stderr, done.stderr[-2000:]
+
+
+def test_every_subcommand_has_its_entry_in_the_command_line_page():
+    """docs/cli.md's table has one row per subcommand of ``apibank --help``, and the import-harness row names
+    both harnesses it reads (it named lm-eval only)."""
+    from apibank.cli.main import SUBCOMMANDS
+    from support.paths import REPO
+
+    page = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
+    rows = {match.group(1): match.group(0)
+            for match in re.finditer(r"^\| `apibank ([a-z-]+)[^\n]*", page, re.MULTILINE)}
+    assert set(rows) == set(SUBCOMMANDS), set(rows) ^ set(SUBCOMMANDS)
+    assert "lm-eval" in rows["import-harness"] and "lighteval" in rows["import-harness"]
+    assert "lighteval" in SUBCOMMANDS["import-harness"][1]
+    assert "[--quiet]" in rows["finetune"]
