@@ -1,8 +1,8 @@
 """One run per output folder.
 
-``apibank evaluate``, ``score``, ``agent`` and ``finetune`` hold an operating-system lock on their output
-folder (:data:`LOCK_FILE`, through ``filelock``, which the Hub libraries already bring) for the whole
-run. A second run into a folder in use ends at once, before any work, in one line naming the holder
+``apibank evaluate``, ``score``, ``import-harness``, ``agent`` and ``finetune`` hold an operating-system lock
+on their output folder (:data:`LOCK_FILE`, through ``filelock``, which the Hub libraries already bring) for
+the whole run. A second run into a folder in use ends at once, before any work, in one line naming the holder
 (its process id, host, command and start time, read from :data:`RUN_FILE`). The lock is the kernel's:
 it goes with the process that held it, so a run that was killed never blocks the next one.
 
@@ -42,8 +42,10 @@ RUN_FILE = ".apibank-run.json"
 OWN_FILES = (LOCK_FILE, RUN_FILE)
 
 # subcommand -> the kind of run it writes into its output folder
-RUN_KINDS = {"evaluate": "classic", "score": "classic", "agent": "agentic", "finetune": "finetune"}
-_KIND_WORDS = {"classic": "a classic run (apibank evaluate or score)", "agentic": "an agentic run (apibank agent)",
+RUN_KINDS = {"evaluate": "classic", "score": "classic", "import-harness": "classic", "agent": "agentic",
+             "finetune": "finetune"}
+_KIND_WORDS = {"classic": "a classic run (apibank evaluate, score or import-harness)",
+               "agentic": "an agentic run (apibank agent)",
                "finetune": "a fine-tuned model (apibank finetune)"}
 # files that tell an older folder's kind
 _KIND_FILES = (("finetune", (FINETUNE_FILE,)), ("agentic", (TRAJECTORIES_FILE,)),

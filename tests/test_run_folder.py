@@ -62,8 +62,29 @@ def predictions(tmp_path_factory, data_dir):
     return folder / "predictions.jsonl"
 
 
+@pytest.fixture(scope="module")
+def harness_run(tmp_path_factory, data_dir):
+    """An lm-eval ``--output_path`` folder of one API-Bank sample (as ``--log_samples`` writes it), answered
+    with the gold call."""
+    from apibank.pipeline import load_rows
+
+    row = next(row for row in load_rows(["level-1"], data_dir, limit=1) if row["kind"] == "api")
+    folder = tmp_path_factory.mktemp("lm-eval") / "some__model"
+    folder.mkdir()
+    (folder / "results_2026-01-01T00-00-00.000001.json").write_text(
+        json.dumps({"lm_eval_version": "0.4.13", "model_name": "some/model"}), encoding="utf-8")
+    sample = {"doc_id": 0, "doc": {"id": row["id"], "reference": row["expected_output"], "level": 1, "kind": "api"},
+              "resps": [[row["expected_output"]]], "arguments": {"gen_args_0": {"arg_0": "...", "arg_1": {}}}}
+    (folder / "samples_apibank_level1_2026-01-01T00-00-00.000001.jsonl").write_text(json.dumps(sample) + "\n",
+                                                                                   encoding="utf-8")
+    return folder.parent
+
+
 def _command(subcommand: str, output, data_dir, request) -> list[str]:
     """The cheapest run of ``subcommand`` into ``output``."""
+    if subcommand == "import-harness":
+        return ["import-harness", str(request.getfixturevalue("harness_run")), "--output", str(output),
+                "--data-dir", str(data_dir), "--quiet"]
     if subcommand == "score":
         return ["score", str(request.getfixturevalue("predictions")), "--output", str(output),
                 "--data-dir", str(data_dir), "--quiet", "--json"]
@@ -143,7 +164,7 @@ def test_an_agent_run_into_an_evaluate_folder_is_refused(data_dir, tmp_path, cap
     assert main(_command("agent", agentic, data_dir, None)) == 0
     capsys.readouterr()
     assert main(_command("agent", evaluated, data_dir, None)) == 2
-    assert "holds a classic run (apibank evaluate or score)" in capsys.readouterr().err
+    assert "holds a classic run (apibank evaluate, score or import-harness)" in capsys.readouterr().err
     assert main(_command("evaluate", agentic, data_dir, None)) == 2
     assert "holds an agentic run (apibank agent)" in capsys.readouterr().err
     assert not (evaluated / "trajectories.jsonl").exists() and not (agentic / "predictions.jsonl").exists()
