@@ -98,8 +98,10 @@ def generation_order(conversations: Sequence[Conversation], prompts: Sequence[st
 def finish(conversation: Conversation, completion: Completion, settings: DecodingSettings,
            prompt: str = "") -> tuple[str, Any]:
     """The prediction text for a completion, and the native tool call it came from (if any). A completion
-    its token budget cut inside a reasoning block (:func:`cut_while_reasoning`; ``prompt``: the text the
-    model continued) has no answer: its prediction is empty (its raw output is kept)."""
+    its token budget cut inside a reasoning block (:func:`cut_inside_reasoning`; ``prompt``: the text the
+    model continued) has no answer and no call: its prediction is empty (its raw output is kept)."""
+    if cut_inside_reasoning(completion, settings, prompt):
+        return "", None
     if conversation.format == "tools" and completion.tool_calls:
         name, arguments = completion.tool_calls[0]
         if isinstance(arguments, UnreadableArguments):  # kept as written; the judge names the fault
@@ -108,11 +110,18 @@ def finish(conversation: Conversation, completion: Completion, settings: Decodin
         return call_text(name, arguments), {"name": name, "arguments": arguments}
     text = completion.text
     if completion.extra.get("finish_reason") == "length":
-        thinking = bool(settings.thinking_budget)
-        if any(cut_while_reasoning(output, prompt, thinking) for output in (text, completion.raw)):
-            return "", None
         text = text[: len(text) - len(partial_marker(text))]
     return answer_text(answer_of(text, completion.raw), settings.stop), None
+
+
+def cut_inside_reasoning(completion: Completion, settings: DecodingSettings, prompt: str = "") -> bool:
+    """Whether ``completion`` ended by its token budget (``finish_reason`` ``length``) inside a reasoning
+    block, read from its text and its raw output (:func:`cut_while_reasoning`): nothing in it is an answer
+    or a call (the prediction runner's rows and the agent's steps alike)."""
+    if completion.extra.get("finish_reason") != "length":
+        return False
+    thinking = bool(settings.thinking_budget)
+    return any(cut_while_reasoning(output, prompt, thinking) for output in (completion.text, completion.raw))
 
 
 # The shortest piece of a reasoning marker taken for one at the end of a cut output ("<" alone is not)
@@ -130,24 +139,21 @@ def partial_marker(text: str) -> str:
 
 
 def cut_while_reasoning(output: str | None, prompt: str = "", thinking: bool = False) -> bool:
-    """Whether an output cut by its token budget ended inside a reasoning block (any family's,
-    :data:`~apibank.generate.toolcalls.reasoning.BLOCKS`): one it opened and never closed, or, for a block
-    a template may open in the prompt and the output has no closer of, one ``prompt`` left open, or one a
-    model that thinks first (``thinking``: the run gave it a thinking budget) was closing when cut (the
-    output ends with a piece of the closer, ``</thin``)."""
+    """Whether an output cut by its token budget is all reasoning although it holds no opening marker of any
+    family's block (:data:`~apibank.generate.toolcalls.reasoning.BLOCKS`): for a block a template opens in
+    the prompt and the output has no closer of, ``prompt`` left it open, or a model that thinks first
+    (``thinking``: the run gave it a thinking budget) was writing its closer when cut (``</thin``). A block
+    the output opened itself is the reasoning reader's to cut (what precedes it stays the answer)."""
     output = output or ""
     tail = partial_marker(output)
     for block in BLOCKS:
-        opened = output.rfind(block.opener)
-        if opened >= 0:
-            if block.closer not in output[opened + len(block.opener):]:
-                return True
-        elif block.prefilled and block.closer not in output:
-            in_prompt = prompt.rfind(block.opener)
-            if in_prompt >= 0 and block.closer not in prompt[in_prompt:]:
-                return True
-            if thinking and tail and block.closer.startswith(tail):
-                return True
+        if not block.prefilled or block.opener in output or block.closer in output:
+            continue
+        in_prompt = prompt.rfind(block.opener)
+        if in_prompt >= 0 and block.closer not in prompt[in_prompt:]:
+            return True
+        if thinking and tail and block.closer.startswith(tail):
+            return True
     return False
 
 

@@ -73,3 +73,30 @@ def test_what_the_cut_leaves_alone(row):
     assert finish(chat, ended, THINKING)[0] == f"plan</thin {CALL}"  # not cut: read as it is
     assert partial_marker(f"{CALL} <") == "" and partial_marker("x</thin") == "</thin"
     assert not cut_while_reasoning(CALL, prompt="<think>a</think>\n", thinking=True)
+
+
+def test_an_answer_before_a_block_cut_open_stays_the_answer(row):
+    chat = build_conversation(row, "chat")
+    assert finish(chat, _cut(f"{CALL}\n<think>now check the date again"), THINKING)[0] == CALL
+    tools = build_conversation(row, "tools")
+    called = Completion(text="", raw="x</thin", tool_calls=[("GetToday", {})], extra={"finish_reason": "length"})
+    assert finish(tools, called, THINKING) == ("", None)  # read from the reasoning the budget cut: no call
+
+
+class CutAgentStep(OracleBackend):
+    """A template that opens the thinking block; every step is cut while thinking."""
+
+    def render(self, conversation) -> str:
+        return super().render(conversation) + "<think>\n"
+
+    def generate(self, conversations, prompts, settings, on_completion=None):
+        return [Completion(text='{"name": "GetToday", "arguments": {}} maybe', raw="r",
+                           extra={"finish_reason": "length"}) for _ in conversations]
+
+
+def test_an_agent_step_cut_while_thinking_has_no_answer_and_no_call():
+    from apibank.agent.model_agent import ModelAgent, ModelDriver
+
+    agent = ModelAgent(ModelDriver(CutAgentStep(), tool_format="text"))
+    step = agent.act([{"role": "user", "content": "What day is it?"}], [])
+    assert step.text == "" and step.calls == [] and step.raw == "r"
