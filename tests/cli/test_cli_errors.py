@@ -88,6 +88,12 @@ MISTAKES = {
     "template options with the template off": (
         ["--model", "{gguf}", "--format", "paper", "--chat-template", "off", "--chat-template-kwargs", '{{"a": 1}}'],
         r"--chat-template-kwargs: --chat-template off sends the paper prompt as plain text"),
+    "worked example in a chat prompt": (["--model", "oracle", "--format", "chat", "--icl"],
+                                        r"--icl: the worked example is part of the paper prompt, which --format chat "
+                                        r"does not use; drop --icl, or use --format paper"),
+    "worked example without level 3": (["--model", "oracle", "--levels", "1", "2", "--icl"],
+                                       r"--icl: only level 3's instruction has a worked example, and --levels "
+                                       r"level-1 level-2 has none"),
     "resume mismatch": (["--model", "oracle", "--format", "chat", "--output", "{previous}"],
                         r"holds predictions with format='paper', but this run has format='chat'; give another "
                         r"--output, or --overwrite"),
