@@ -83,8 +83,7 @@ def check_arguments(args: argparse.Namespace) -> tuple[list[str], Any]:
     if args.time_limit is not None and not 0 < args.time_limit < float("inf"):
         raise UsageError(f"--time-limit {args.time_limit}: give a positive number of seconds")
     scripted = args.model in SCRIPTED_AGENTS
-    args.backend, args.backend_choice, args.backend_options = chosen_backend(
-        args, scripted=scripted, generation_flags=("--thinking-budget",))
+    args.backend, args.backend_choice, args.backend_options = chosen_backend(args, scripted=scripted)
     check_data_dir(args.data_dir, levels)
     if args.output is not None:
         check_writable(args.output)

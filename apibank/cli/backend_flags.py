@@ -63,17 +63,14 @@ def add_backend_flags(group: argparse.ArgumentParser | argparse._ArgumentGroup, 
         group.add_argument(flag, **kwargs)
 
 
-def chosen_backend(args: argparse.Namespace, *, scripted: bool = False,
-                   generation_flags: tuple[str, ...] = ()) -> tuple[str, str | None, dict[str, Any]]:
+def chosen_backend(args: argparse.Namespace, *, scripted: bool = False) -> tuple[str, str | None, dict[str, Any]]:
     """``(backend, why auto chose it or None, its constructor keywords)`` from the parsed arguments; every
     given backend flag's value is checked first. ``scripted`` (a gold-replaying model): the flags' values
-    are checked, then any given is refused (as are ``generation_flags``, each None when not given), and no
-    backend is chosen."""
+    are checked, then any given is refused, and no backend is chosen."""
     flags = backend_flags()
     given = given_values(flags, vars(args))
     if scripted:
-        refuse_for_scripted(args, [*given, *(flag for flag in generation_flags
-                                             if getattr(args, flag[2:].replace("-", "_"), None) is not None)])
+        refuse_for_scripted(args, list(given))
         return args.backend, None, {}
     backend, why = choose_backend(args.model, args.backend, given)
     if backend not in model_backends():
@@ -83,8 +80,9 @@ def chosen_backend(args: argparse.Namespace, *, scripted: bool = False,
 
 
 def refuse_for_scripted(args: argparse.Namespace, given: list[str]) -> None:
-    """A scripted model (``--model oracle``) runs no model: a backend or generation flag given with it would
-    be ignored without a word, so it is refused."""
+    """A scripted model (``--model oracle``) runs no model: a backend flag given with it would be ignored
+    without a word, so it is refused. (The decoding flags stay: a run records its decoding settings, which
+    a resume compares.)"""
     named = (["--backend"] if args.backend != AUTO else []) + given
     if named:
         them = "it does" if len(named) == 1 else "they do"

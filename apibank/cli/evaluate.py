@@ -151,8 +151,7 @@ def check_arguments(args: argparse.Namespace, fmt: str, output: Path) -> None:
         raise UsageError(f"--icl: only level 3's instruction has a worked example, and --levels {' '.join(levels)} "
                          "has none; drop --icl, or add level 3")
     scripted = scripted_model(args.model)
-    args.backend, args.backend_choice, args.backend_options = chosen_backend(
-        args, scripted=scripted, generation_flags=("--max-new-tokens", "--thinking-budget"))
+    args.backend, args.backend_choice, args.backend_options = chosen_backend(args, scripted=scripted)
     check_data_dir(args.data_dir, levels)
     check_output(output)
     if getattr(args, "prompts_only", False) and scripted:

@@ -77,10 +77,9 @@ MISTAKES = {
     "template options to the oracle": (["--model", "oracle", "--chat-template-kwargs", '{{"enable_thinking": false}}'],
                                        r"^apibank evaluate: error: --chat-template-kwargs: --model oracle is scripted "
                                        r"and runs no model, so it does not apply; drop --chat-template-kwargs$"),
-    "budgets to the oracle": (["--model", "oracle", "--backend", "transformers", "--max-new-tokens", "8",
-                               "--thinking-budget", "0"],
-                              r"--backend, --max-new-tokens, --thinking-budget: --model oracle is scripted and runs "
-                              r"no model, so they do not apply"),
+    "backend flags to the oracle": (["--model", "oracle", "--backend", "transformers", "--dtype", "float32"],
+                                    r"--backend, --dtype: --model oracle is scripted and runs no model, so they do "
+                                    r"not apply; drop --backend and --dtype"),
     "template options to a plain-text paper prompt": (
         ["--model", "{gguf}", "--format", "paper", "--chat-template-kwargs", '{{"enable_thinking": false}}'],
         r"--chat-template-kwargs: .*m.gguf has no chat template, so --format paper sends its prompt as plain text "
