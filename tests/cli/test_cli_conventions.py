@@ -94,13 +94,15 @@ def test_agent_with_a_missing_data_folder_leaves_no_output_folder(tmp_path, caps
     assert not output.exists()
 
 
-@pytest.mark.parametrize("command", ["evaluate", "agent", "replay"])
+@pytest.mark.parametrize("command", ["evaluate", "agent", "replay", "inspect-model"])
 def test_a_folder_without_the_data_is_one_short_line_and_the_list_goes_to_a_file(command, tmp_path, capsys):
     empty = tmp_path / "not-api-bank"
     empty.mkdir()
     argv = {"evaluate": ["evaluate", "--model", "oracle", "--output", str(tmp_path / "out")],
             "agent": ["agent", "--model", "oracle", "--levels", "level-3", "--output", str(tmp_path / "out")],
-            "replay": ["replay"]}[command]
+            "replay": ["replay"],
+            # inspect-model printed an inspect command with it, exit 0 (issue 37)
+            "inspect-model": ["inspect-model", "--output", str(tmp_path / "out")]}[command]
     assert main([*argv, "--data-dir", str(empty)]) == 2
     line = _error_line(capsys, command)
     assert "not the API-Bank data folder" in line and "give the upstream api-bank folder" in line
