@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from apibank.cli.main import main
-from apibank.run_folder import LOCK_FILE, OWN_FILES, RUN_FILE, RUN_KINDS, folder_kind
+from apibank.run_folder import LOCK_FILE, OWN_FILES, RUN_FILE, RUN_KINDS, folder_kind, hold
 from support.paths import REPO
 
 HOLD = """
@@ -62,8 +62,29 @@ def predictions(tmp_path_factory, data_dir):
     return folder / "predictions.jsonl"
 
 
+@pytest.fixture(scope="module")
+def harness_run(tmp_path_factory, data_dir):
+    """An lm-eval ``--output_path`` folder of one API-Bank sample (as ``--log_samples`` writes it), answered
+    with the gold call."""
+    from apibank.pipeline import load_rows
+
+    row = next(row for row in load_rows(["level-1"], data_dir, limit=1) if row["kind"] == "api")
+    folder = tmp_path_factory.mktemp("lm-eval") / "some__model"
+    folder.mkdir()
+    (folder / "results_2026-01-01T00-00-00.000001.json").write_text(
+        json.dumps({"lm_eval_version": "0.4.13", "model_name": "some/model"}), encoding="utf-8")
+    sample = {"doc_id": 0, "doc": {"id": row["id"], "reference": row["expected_output"], "level": 1, "kind": "api"},
+              "resps": [[row["expected_output"]]], "arguments": {"gen_args_0": {"arg_0": "...", "arg_1": {}}}}
+    (folder / "samples_apibank_level1_2026-01-01T00-00-00.000001.jsonl").write_text(json.dumps(sample) + "\n",
+                                                                                   encoding="utf-8")
+    return folder.parent
+
+
 def _command(subcommand: str, output, data_dir, request) -> list[str]:
     """The cheapest run of ``subcommand`` into ``output``."""
+    if subcommand == "import-harness":
+        return ["import-harness", str(request.getfixturevalue("harness_run")), "--output", str(output),
+                "--data-dir", str(data_dir), "--quiet"]
     if subcommand == "score":
         return ["score", str(request.getfixturevalue("predictions")), "--output", str(output),
                 "--data-dir", str(data_dir), "--quiet", "--json"]
@@ -143,7 +164,47 @@ def test_an_agent_run_into_an_evaluate_folder_is_refused(data_dir, tmp_path, cap
     assert main(_command("agent", agentic, data_dir, None)) == 0
     capsys.readouterr()
     assert main(_command("agent", evaluated, data_dir, None)) == 2
-    assert "holds a classic run (apibank evaluate or score)" in capsys.readouterr().err
+    assert "holds a classic run (apibank evaluate, score or import-harness)" in capsys.readouterr().err
     assert main(_command("evaluate", agentic, data_dir, None)) == 2
     assert "holds an agentic run (apibank agent)" in capsys.readouterr().err
     assert not (evaluated / "trajectories.jsonl").exists() and not (agentic / "predictions.jsonl").exists()
+
+
+@pytest.mark.parametrize("subcommand", sorted(RUN_KINDS))
+@pytest.mark.parametrize("existed", [False, True])
+def test_a_run_that_fails_before_writing_leaves_the_folder_as_it_found_it(subcommand, existed, tmp_path):
+    output = tmp_path / "new" / "out"
+    if existed:
+        output.mkdir(parents=True)
+    with pytest.raises(RuntimeError), hold(output, subcommand):
+        raise RuntimeError("failed before any work")
+    assert output.is_dir() if existed else not (tmp_path / "new").exists()
+    assert existed is False or list(output.iterdir()) == []  # no lock, no record of a kind
+    with pytest.raises(RuntimeError), hold(output, subcommand):  # one that wrote keeps its record and its lock
+        (output / "partial.txt").write_text("", encoding="utf-8")
+        raise RuntimeError("failed after writing")
+    assert folder_kind(output) == RUN_KINDS[subcommand] and (output / LOCK_FILE).exists()
+
+
+def test_a_failed_score_leaves_no_trace_and_an_agent_run_may_use_the_folder(data_dir, tmp_path, capsys):
+    """The issue's case: a failed score left the lock and a classic record, and the agent run was refused."""
+    output = tmp_path / "out"
+    output.mkdir()
+    bad = tmp_path / "predictions.jsonl"
+    bad.write_text(json.dumps({"id": "nope", "prediction": "x"}) + "\n", encoding="utf-8")
+    assert main(["score", str(bad), "--output", str(output), "--data-dir", str(data_dir), "--quiet"]) == 2
+    assert "not an API-Bank row id" in capsys.readouterr().err
+    assert list(output.iterdir()) == []
+    assert main(_command("agent", output, data_dir, None)) == 0
+    assert "trajectories.jsonl" in _written(output) and folder_kind(output) == "agentic"
+
+
+def test_a_resume_refused_keeps_the_folder_as_it_was(data_dir, tmp_path, capsys, predictions):
+    output = tmp_path / "out"
+    output.mkdir()
+    records = [json.loads(line) for line in predictions.read_text(encoding="utf-8").splitlines()]
+    (output / "predictions.jsonl").write_text("".join(json.dumps({**record, "model": "another-model"}) + "\n"
+                                                      for record in records), encoding="utf-8")
+    assert main(_command("evaluate", output, data_dir, None)) == 2  # checked while the folder is held
+    assert "holds predictions with model='another-model'" in capsys.readouterr().err
+    assert sorted(path.name for path in output.iterdir()) == ["predictions.jsonl"]

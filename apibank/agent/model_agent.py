@@ -29,7 +29,7 @@ from apibank.benchmark import (
 from apibank.data.episodes import Episode
 from apibank.generate.backends import Backend, Completion, DecodingSettings
 from apibank.generate.conversation import Conversation, call_with_object_arguments, chat_conversation
-from apibank.generate.runner import thinking_of, thinking_plan, usage_of
+from apibank.generate.runner import cut_inside_reasoning, thinking_of, thinking_plan, usage_of
 from apibank.generate.stops import TRANSCRIPT_STOPS, cut_at_stop, tools_probe, turn_end_markers
 from apibank.generate.templates import TemplateRefusal
 from apibank.generate.templates.readback import CallsUnread
@@ -148,9 +148,11 @@ class ModelDriver:
         return Conversation(key, level, "api", "paper", [{"role": "user", "content": text}], plain_text=text)
 
     def _step(self, completion: Completion, ids: CallIds, share: float,
-              tools: Sequence[dict[str, Any]] = ()) -> Step:
+              tools: Sequence[dict[str, Any]] = (), prompt: str = "") -> Step:
         usage = usage_of(completion, share)
-        if self.native:  # the backend read the family's calls; the rest is the answer, never JSON guessed at
+        if cut_inside_reasoning(completion, self.settings, prompt):  # cut while thinking: no answer, no call
+            step = Step(text="", raw=completion.raw)
+        elif self.native:  # the backend read the family's calls; the rest is the answer, never JSON guessed at
             step = Step(text="" if completion.tool_calls else answer_of(cut_at_stop(completion.text, self.settings.stop),
                                                                         completion.raw).strip(),
                         calls=[ToolCall(ids.next(), name, arguments) for name, arguments in completion.tool_calls or []],
@@ -206,7 +208,8 @@ class ModelDriver:
             if isinstance(completion, BaseException):
                 results[index] = completion
             else:
-                results[index] = self._step(completion, requests[index][0].ids, share, requests[index][2])
+                results[index] = self._step(completion, requests[index][0].ids, share, requests[index][2],
+                                            prompts[position])
         return results  # type: ignore[return-value]
 
     def info(self) -> dict[str, Any]:

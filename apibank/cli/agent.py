@@ -94,6 +94,9 @@ def check_arguments(args: argparse.Namespace) -> tuple[list[str], Any]:
         if args.backend_options["chat_template"] not in TEMPLATE_MODES:
             raise UsageError("--chat-template FILE goes with the native tool format; --tool-format text sends a "
                              "plain transcript without a chat template")
+        if args.backend_options.get("chat_template_kwargs"):
+            raise UsageError("--chat-template-kwargs goes with the native tool format; --tool-format text sends a "
+                             "plain transcript without a chat template, so no template reads them")
         args.backend_options["chat_template"] = "off"  # the transcript goes out as plain text, never in a template
     BACKEND_REGISTRY.get(args.backend).check_options(args.model, args.backend_options)
     if args.tool_format != "text":  # the native format's calls must read back, or every step reads none

@@ -66,10 +66,11 @@ def add_backend_flags(group: argparse.ArgumentParser | argparse._ArgumentGroup, 
 def chosen_backend(args: argparse.Namespace, *, scripted: bool = False) -> tuple[str, str | None, dict[str, Any]]:
     """``(backend, why auto chose it or None, its constructor keywords)`` from the parsed arguments; every
     given backend flag's value is checked first. ``scripted`` (a gold-replaying model): the flags' values
-    are checked, and no backend is chosen."""
+    are checked, then any given is refused, and no backend is chosen."""
     flags = backend_flags()
     given = given_values(flags, vars(args))
     if scripted:
+        refuse_for_scripted(args, list(given))
         return args.backend, None, {}
     backend, why = choose_backend(args.model, args.backend, given)
     if backend not in model_backends():
@@ -104,3 +105,14 @@ def calls_read_back(backend: str, model: str, options: dict[str, Any], *, way_ou
             raise
         raise CallsUnread(f"{error}, or {way_out}") from None
     return renderer
+
+
+def refuse_for_scripted(args: argparse.Namespace, given: list[str]) -> None:
+    """A scripted model (``--model oracle``) runs no model: a backend flag given with it would be ignored
+    without a word, so it is refused. (The decoding flags stay: a run records its decoding settings, which
+    a resume compares.)"""
+    named = (["--backend"] if args.backend != AUTO else []) + given
+    if named:
+        them = "it does" if len(named) == 1 else "they do"
+        raise UsageError(f"{', '.join(named)}: --model {args.model} is scripted and runs no model, so {them} not "
+                         f"apply; drop {' and '.join(named)}")

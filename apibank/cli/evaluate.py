@@ -155,6 +155,12 @@ def check_arguments(args: argparse.Namespace, fmt: str, output: Path) -> None:
         if value is not None and value < low:
             raise UsageError(f"{name} {value}: must be at least {low}")
     check_thinking_budget(args)
+    if args.icl and fmt != "paper":
+        raise UsageError(f"--icl: the worked example is part of the paper prompt, which --format {fmt} does not "
+                         "use; drop --icl, or use --format paper")
+    if args.icl and "level-3" not in levels:
+        raise UsageError(f"--icl: only level 3's instruction has a worked example, and --levels {' '.join(levels)} "
+                         "has none; drop --icl, or add level 3")
     scripted = scripted_model(args.model)
     args.backend, args.backend_choice, args.backend_options = chosen_backend(args, scripted=scripted)
     check_data_dir(args.data_dir, levels)

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from apibank.benchmark import DEFAULT_TRAINING_FORMAT, TRAINING_FORMATS
+from apibank.cli.flags import add_quiet, show_progress
 from apibank.train.finetune import Recipe
 
 TRAIN_EXTRA = ("trl", "peft", "accelerate")
@@ -42,6 +43,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gradient-accumulation", type=int, default=defaults.gradient_accumulation,
                         help=f"batches per optimizer step (default {defaults.gradient_accumulation})")
     parser.add_argument("--seed", type=int, default=defaults.seed)
+    add_quiet(parser)
 
 
 def check_train_extra() -> None:
@@ -116,7 +118,7 @@ def _finetune(args: argparse.Namespace, levels: tuple[int, ...]) -> int:
                     lora=args.lora, lora_rank=args.lora_rank, max_length=args.max_length,
                     batch_size=args.batch_size, gradient_accumulation=args.gradient_accumulation, seed=args.seed)
     request = Request(model=args.model, output=args.output, format=args.fmt, levels=levels, data_dir=args.data_dir,
-                      recipe=recipe)
+                      recipe=recipe, progress=show_progress(args))
     output_state(request)  # another run's folder is refused before the model loads
     summary = finetune(request)
     shown = ("samples", "steps", "train_loss", "seconds", "peak_rss_mib", "lora", "evaluate_with")

@@ -106,26 +106,39 @@ def progress_bar(total: int, desc: str, *, enabled: bool, initial: int = 0, unit
 
 # the switches of the libraries' own progress bars (model loading and saving, downloads, dataset building)
 LIBRARY_PROGRESS_SWITCHES = ("HF_HUB_DISABLE_PROGRESS_BARS", "HF_DATASETS_DISABLE_PROGRESS_BARS")
+# transformers' own log level (its advice and deprecation notes go to stderr through it)
+LIBRARY_LOG_SWITCH = ("TRANSFORMERS_VERBOSITY", "error")
 
 
-def quiet_library_progress() -> None:
-    """When stderr is not a terminal (a log file, CI), the progress bars of huggingface_hub, transformers and
-    datasets stay off, as ours do: each redraw would be a line of the log. A switch the user set is kept."""
+def quiet_library_output() -> None:
+    """When stderr is not a terminal (a log file, CI), the libraries' progress bars stay off, as ours do (each
+    redraw would be a line of the log), and so do their warnings: Python's (deprecations and advice from
+    transformers, trl, torch) and transformers' own log below errors. A switch the user set is kept, and so
+    are warning filters given with ``-W`` or ``PYTHONWARNINGS``; a terminal shows everything."""
     import os
 
     if sys.stderr.isatty():
         return
     for switch in LIBRARY_PROGRESS_SWITCHES:
         os.environ.setdefault(switch, "1")
+    name, level = LIBRARY_LOG_SWITCH
+    os.environ.setdefault(name, level)
+    if not sys.warnoptions:
+        import warnings
+
+        warnings.filterwarnings("ignore")
+        warnings.filterwarnings("default", module=r"apibank")  # ours (none today) still show
     # libraries imported already read their switch at import: tell them directly
     if "huggingface_hub" in sys.modules and os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1":
         from huggingface_hub.utils import disable_progress_bars
 
         disable_progress_bars()
-    if "transformers" in sys.modules and os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1":
+    if "transformers" in sys.modules:
         from transformers.utils import logging as transformers_logging
 
-        transformers_logging.disable_progress_bar()
+        if os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1":
+            transformers_logging.disable_progress_bar()
+        transformers_logging.set_verbosity(transformers_logging.log_levels.get(os.environ[name], 40))
     if "datasets" in sys.modules and os.environ["HF_DATASETS_DISABLE_PROGRESS_BARS"] == "1":
         from datasets.utils import disable_progress_bars as disable_datasets_bars
 

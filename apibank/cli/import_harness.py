@@ -32,26 +32,27 @@ def run(args: argparse.Namespace) -> int:
     from apibank.pipeline.classic import score_file
     from apibank.pipeline.results import results_table
     from apibank.pipeline.rows import level_of
+    from apibank.run_folder import hold
 
     output = check_writable(args.output)
     records, info = harness_predictions(args.path)
-    refuse_replacing(output, args.overwrite)
-    if (output / "predictions.jsonl").exists() and not args.overwrite:
-        from apibank.errors import OutputError
+    with hold(output, "import-harness", getattr(args, "command_line", None)):
+        refuse_replacing(output, args.overwrite)
+        if (output / "predictions.jsonl").exists() and not args.overwrite:
+            from apibank.errors import OutputError
 
-        raise OutputError(f"{output}/predictions.jsonl exists; use another --output, or --overwrite to replace it")
-    try:
-        levels = sorted({level_of(record["id"]) for record in records})
-    except ValueError as error:
-        from apibank.errors import InputFileError
+            raise OutputError(f"{output}/predictions.jsonl exists; use another --output, or --overwrite to replace it")
+        try:
+            levels = sorted({level_of(record["id"]) for record in records})
+        except ValueError as error:
+            from apibank.errors import InputFileError
 
-        raise InputFileError(f"{args.path}: {error}; the samples must be API-Bank rows (level-N/...)") from None
-    check_data_dir(args.data_dir, levels)
-    output.mkdir(parents=True, exist_ok=True)
-    predictions = output / "predictions.jsonl"
-    write_predictions(predictions, records)
-    results = score_file(predictions, data_dir=args.data_dir, output_dir=output, protocols=PROTOCOLS,
-                         model=args.model or info["model"], progress=show_progress(args))
+            raise InputFileError(f"{args.path}: {error}; the samples must be API-Bank rows (level-N/...)") from None
+        check_data_dir(args.data_dir, levels)
+        predictions = output / "predictions.jsonl"
+        write_predictions(predictions, records)
+        results = score_file(predictions, data_dir=args.data_dir, output_dir=output, protocols=PROTOCOLS,
+                             model=args.model or info["model"], progress=show_progress(args))
     print(results_table(results))
     print(f"{len(records)} samples of {', '.join(info['tasks'])} ({info['harness']}) written to {output}/ "
           "(predictions.jsonl, results.json, details.jsonl, report.md, report.html)")

@@ -19,12 +19,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from apibank.cli.folders import check_writable
+    from apibank.cli.folders import check_data_dir, check_writable
     from apibank.errors import UsageError
     from apibank.evals.local_model import inspect_command, prepare_tokenizer, shell_command
 
     if args.limit < 1:
         raise UsageError(f"--limit {args.limit}: must be at least 1")
+    check_data_dir(args.data_dir, [f"level-{args.level}"])  # the printed command would fail on it
     folder = prepare_tokenizer(check_writable(args.output)).resolve()
     print(shell_command(inspect_command(folder, level=args.level, limit=args.limit, data_dir=args.data_dir,
                                         log_dir=folder / "logs")))

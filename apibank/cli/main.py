@@ -22,7 +22,8 @@ from typing import NoReturn, Sequence
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("apibank.cli.evaluate", "generate predictions for a model and score them"),
     "score": ("apibank.cli.score", "score an existing predictions file"),
-    "import-harness": ("apibank.cli.import_harness", "turn an lm-eval --log_samples run of the apibank tasks into a scored run folder"),
+    "import-harness": ("apibank.cli.import_harness", "turn an lm-eval (--log_samples) or lighteval "
+                       "(--save-details) run of the apibank tasks into a scored run folder"),
     "ls": ("apibank.cli.ls", "list the tools of both tool sets"),
     "replay": ("apibank.cli.replay", "execute every recorded gold call and compare"),
     "export-dataset": ("apibank.cli.export_dataset", "write a script-free dataset repository"),
@@ -131,14 +132,14 @@ def _write_details(command: str, text: str, details: Sequence[str]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from apibank.cli.flags import quiet_library_progress
+    from apibank.cli.flags import quiet_library_output
     from apibank.generate.interrupts import exit_status, sigterm_as_interrupt, what_happened
     from apibank.run_folder import command_line
 
     args = build_parser().parse_args(argv)
     args.command_line = command_line(argv)
     command = f"apibank {args.command}"
-    quiet_library_progress()
+    quiet_library_output()
     try:
         with sigterm_as_interrupt():  # SIGTERM as Ctrl-C: the same work saved, the same message, exit 143
             return int(importlib.import_module(args._module).run(args) or 0)

@@ -21,6 +21,7 @@ from apibank.generate.interrupts import HeldInterrupt
 from apibank.generate.predictions import PredictionWriter, check_resumable, repair
 from apibank.generate.stops import answer_text, renders_plain_text, stops_for
 from apibank.generate.toolcalls import MAX_TEXT_CHARS, answer_of
+from apibank.generate.toolcalls.reasoning import BLOCKS
 from apibank.notation import UnreadableArguments, call_text, unreadable_call_text
 
 # The most characters of a prediction or raw output a record keeps (a server may send megabytes). Cut
@@ -94,15 +95,66 @@ def generation_order(conversations: Sequence[Conversation], prompts: Sequence[st
     return [i for members in ordered for i in sorted(members, key=lambda i: len(prompts[i]))]
 
 
-def finish(conversation: Conversation, completion: Completion, settings: DecodingSettings) -> tuple[str, Any]:
-    """The prediction text for a completion, and the native tool call it came from (if any)."""
+def finish(conversation: Conversation, completion: Completion, settings: DecodingSettings,
+           prompt: str = "") -> tuple[str, Any]:
+    """The prediction text for a completion, and the native tool call it came from (if any). A completion
+    its token budget cut inside a reasoning block (:func:`cut_inside_reasoning`; ``prompt``: the text the
+    model continued) has no answer and no call: its prediction is empty (its raw output is kept)."""
+    if cut_inside_reasoning(completion, settings, prompt):
+        return "", None
     if conversation.format == "tools" and completion.tool_calls:
         name, arguments = completion.tool_calls[0]
         if isinstance(arguments, UnreadableArguments):  # kept as written; the judge names the fault
             return unreadable_call_text(name, arguments), {"name": name, "arguments_text": str(arguments),
                                                            "error": arguments.error}
         return call_text(name, arguments), {"name": name, "arguments": arguments}
-    return answer_text(answer_of(completion.text, completion.raw), settings.stop), None
+    text = completion.text
+    if completion.extra.get("finish_reason") == "length":
+        text = text[: len(text) - len(partial_marker(text))]
+    return answer_text(answer_of(text, completion.raw), settings.stop), None
+
+
+def cut_inside_reasoning(completion: Completion, settings: DecodingSettings, prompt: str = "") -> bool:
+    """Whether ``completion`` ended by its token budget (``finish_reason`` ``length``) inside a reasoning
+    block, read from its text and its raw output (:func:`cut_while_reasoning`): nothing in it is an answer
+    or a call (the prediction runner's rows and the agent's steps alike)."""
+    if completion.extra.get("finish_reason") != "length":
+        return False
+    thinking = bool(settings.thinking_budget)
+    return any(cut_while_reasoning(output, prompt, thinking) for output in (completion.text, completion.raw))
+
+
+# The shortest piece of a reasoning marker taken for one at the end of a cut output ("<" alone is not)
+MIN_PARTIAL_MARKER = 2
+
+
+def partial_marker(text: str) -> str:
+    """The start of a reasoning marker (``<thin``, ``</thi``, ``◁/th``) that ends ``text``: what a cut
+    output holds when its budget ran out while the model wrote the marker; "" when none does."""
+    markers = [marker for block in BLOCKS for marker in (block.opener, block.closer)]
+    for size in range(max(len(marker) for marker in markers) - 1, MIN_PARTIAL_MARKER - 1, -1):
+        if len(text) >= size and any(marker.startswith(text[-size:]) for marker in markers if len(marker) > size):
+            return text[-size:]
+    return ""
+
+
+def cut_while_reasoning(output: str | None, prompt: str = "", thinking: bool = False) -> bool:
+    """Whether an output cut by its token budget is all reasoning although it holds no opening marker of any
+    family's block (:data:`~apibank.generate.toolcalls.reasoning.BLOCKS`): for a block a template opens in
+    the prompt and the output has no closer of, ``prompt`` left it open, or a model that thinks first
+    (``thinking``: the run gave it a thinking budget) was writing its closer when cut (``</thin``). A block
+    the output opened itself is the reasoning reader's to cut (what precedes it stays the answer)."""
+    output = output or ""
+    tail = partial_marker(output)
+    for block in BLOCKS:
+        if not block.prefilled or block.opener in output or block.closer in output:
+            continue
+        in_prompt = prompt.rfind(block.opener)
+        if in_prompt >= 0 and block.closer not in prompt[in_prompt:]:
+            return True
+        if thinking and tail and block.closer.startswith(tail):
+            return True
+    return False
 
 
 def cut_texts(value: Any) -> tuple[Any, bool]:
@@ -226,11 +278,12 @@ def generate_predictions(
 
     def save(i: int, completion: Completion, seconds_share: float) -> None:
         conversation = conversations[i]
-        prediction, tool_call = finish(conversation, completion, settings)
+        prompt = completion.extra.get("prompt", prompts[i])  # the prompt sent, where the backend adapted it
+        prediction, tool_call = finish(conversation, completion, settings, prompt if isinstance(prompt, str) else "")
         record = {
             "id": conversation.row_id,
             "prediction": prediction,
-            "prompt": completion.extra.get("prompt", prompts[i]),  # the prompt sent, where the backend adapted it
+            "prompt": prompt,
             "raw_output": completion.raw,
             **run,
             "level": conversation.level,

@@ -18,7 +18,9 @@ For each protocol, level and metric present in both runs, on the samples both sc
 * ``mdd``: the smallest difference this level can detect at its size, 5% two-sided with 80% power:
   2.8 times the bootstrap standard error of the paired difference, and for 0/1 verdicts never below
   the smallest difference the exact test can call significant at all (6 discordant samples, all one
-  way, over the level's samples).
+  way, over the level's samples). Where no difference within the scale can be detected (fewer samples
+  than the exact test needs, or a smallest detectable difference over the whole 0-1 scale) ``mdd`` is
+  None and ``mdd_reason`` says so, rather than a figure over 100 points.
 
 Runs are compared only when they describe the same experiment apart from the model: same data
 revision, protocols, prompt format and subset (classic runs) or setting, trials and limits
@@ -146,7 +148,10 @@ def paired(key: tuple[str, str, str], a: Run, b: Run) -> dict[str, Any] | None:
     binary = metric in BINARY_METRICS
     favour_b = int((diff > TOLERANCE).sum())
     favour_a = int((diff < -TOLERANCE).sum())
-    floor = smallest_significant_count() / len(shared) if binary else 0.0
+    least = smallest_significant_count()
+    floor = least / len(shared) if binary else 0.0
+    mdd = max(POWER_FACTOR * spread, floor)
+    undetectable = len(shared) < least or mdd > 1  # both metrics lie in 0-1: no difference could reach it
     reason = no_interval_reason(len(clusters))  # one dialogue: every resample is the same
     entry: dict[str, Any] = {
         "protocol": protocol, "level": level, "metric": metric,
@@ -157,10 +162,14 @@ def paired(key: tuple[str, str, str], a: Run, b: Run) -> dict[str, Any] | None:
         "p_dialogues": sign_test(int((cluster_diff > TOLERANCE).sum()), int((cluster_diff < -TOLERANCE).sum())),
         "favour_b": favour_b, "favour_a": favour_a,
         "se": round(spread, 12),
-        "mdd": round(max(POWER_FACTOR * spread, floor), 12),
+        "mdd": None if undetectable else round(mdd, 12),
     }
     if reason is not None:
         entry["ci95_reason"] = reason
+    if undetectable:
+        entry["mdd_reason"] = (f"n={len(shared)}: too few samples to detect any difference (the smallest "
+                               "detectable one would exceed the whole scale; the exact test needs at least "
+                               f"{least} samples, all one way)")
     if binary:
         flips = []
         for sample, l, r in zip(shared, left, right):
@@ -202,7 +211,15 @@ def summary_line(entry: dict[str, Any]) -> str:
     return (f"{entry['protocol']} {entry['level']} {entry['metric']}: B-A = {scale * entry['difference']:+.4g}{unit} "
             f"{_shown_interval(entry, lambda bound: f'{scale * bound:+.4g}')}, p={format_p(entry['p'])} "
             f"(n={entry['n']}, {entry['favour_b']} favour B, {entry['favour_a']} favour A, "
-            f"mdd {scale * entry['mdd']:.3g}{unit})")
+            f"{_shown_mdd(entry, lambda mdd: f'mdd {scale * mdd:.3g}{unit}')})")
+
+
+# what the mdd column shows where no difference can be detected at the level's size
+NO_MDD = "n too small"
+
+
+def _shown_mdd(entry: dict[str, Any], form: Callable[[float], str]) -> str:
+    return NO_MDD + " to detect any difference" if entry["mdd"] is None else form(entry["mdd"])
 
 
 def regressions(comparison: dict[str, Any], points: float, alpha: float = ALPHA) -> list[dict[str, Any]]:
@@ -246,7 +263,8 @@ def compare_runs(a: Run, b: Run, *, allow_mismatch: bool = False) -> dict[str, A
             "p": "exact two-sided sign test on per-sample outcomes (exact McNemar for 0/1 verdicts)",
             "p_dialogues": "the same test on per-dialogue summed differences",
             "mdd": "2.8 x bootstrap SE of the paired difference (5% two-sided, 80% power); for 0/1 verdicts at "
-                   "least 6/n, the smallest difference the exact test can call significant",
+                   "least 6/n, the smallest difference the exact test can call significant; null, with mdd_reason, where no "
+                   "difference within the scale can be detected",
         },
         "comparisons": comparisons,
     }
@@ -263,7 +281,8 @@ def text_table(comparison: dict[str, Any]) -> str:
             entry["protocol"], entry["level"], entry["metric"] + (" %" if scale == 100 else ""), str(entry["n"]),
             f"{scale * entry['a']:.{digits}f}", f"{scale * entry['b']:.{digits}f}",
             f"{scale * entry['difference']:+.{digits}f}", _shown_interval(entry, lambda bound: f"{scale * bound:+.{digits}f}"),
-            f"p={format_p(entry['p'])}", f"{entry['favour_b']}/{entry['favour_a']}", f"{scale * entry['mdd']:.{digits}f}",
+            f"p={format_p(entry['p'])}", f"{entry['favour_b']}/{entry['favour_a']}",
+            NO_MDD if entry["mdd"] is None else f"{scale * entry['mdd']:.{digits}f}",
         ])
     widths = [max(len(line[i]) for line in [headers, *body]) for i in range(len(headers))]
     lines = [f"A: {comparison['a']['path']} ({shown_setting(comparison['a']['model'])})",
@@ -272,7 +291,17 @@ def text_table(comparison: dict[str, Any]) -> str:
     lines.append("  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip())
     lines.append("  ".join("-" * w for w in widths))
     lines += ["  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in body]
-    return "\n".join(lines)
+    return "\n".join(lines + undetectable_note(comparison))
+
+
+def undetectable_note(comparison: dict[str, Any]) -> list[str]:
+    """One line saying in how many rows of the comparison no difference can be detected, or none."""
+    rows = [entry for entry in comparison["comparisons"] if entry["mdd"] is None]
+    if not rows:
+        return []
+    return [f"{NO_MDD}: in {len(rows)} of {len(comparison['comparisons'])} rows no difference can be detected at "
+            "their size (the smallest detectable one would exceed 100 points; the exact test needs at least "
+            f"{smallest_significant_count()} samples, all one way)"]
 
 
 def markdown(comparisons: Sequence[dict[str, Any]]) -> str:
@@ -289,12 +318,14 @@ def markdown(comparisons: Sequence[dict[str, Any]]) -> str:
             scale, _ = _scale(entry)
             digits = 2 if scale == 100 else 4
             shown = _shown_interval(entry, lambda bound: f"{scale * bound:+.{digits}f}")
+            mdd = NO_MDD if entry["mdd"] is None else f"{scale * entry['mdd']:.{digits}f}"
             lines.append(
                 f"| {entry['protocol']} | {entry['level']} | {entry['metric']}{' %' if scale == 100 else ''} | "
                 f"{entry['n']} | {scale * entry['a']:.{digits}f} | {scale * entry['b']:.{digits}f} | "
                 f"{scale * entry['difference']:+.{digits}f} | {shown} | "
                 f"{format_p(entry['p'])} | {format_p(entry['p_dialogues'])} | {entry['favour_b']} / {entry['favour_a']} | "
-                f"{scale * entry['mdd']:.{digits}f} |")
+                f"{mdd} |")
+        lines += [f"\n{line}" for line in undetectable_note(comparison)]
         lines += ["", "### Flipped samples", "", "| protocol | level | metric | direction | by category | by tool |",
                   "|---|---|---|---|---|---|"]
         for entry in comparison["comparisons"]:

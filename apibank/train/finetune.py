@@ -73,6 +73,7 @@ class Request:
     levels: tuple[int, ...]
     data_dir: str | None
     recipe: Recipe = field(default_factory=Recipe)
+    progress: bool = True  # the trainer's progress bar (else one line of its logs per step)
 
     def manifest(self) -> dict[str, Any]:
         """What identifies a run: a folder holding another run is refused, the same run resumes."""
@@ -255,7 +256,7 @@ def _trainer(tokenizer, model, rows: list[dict[str, list[int]]], request: Reques
         bf16=on_gpu and torch.cuda.is_bf16_supported(),
         use_cpu=not on_gpu,
         dataloader_num_workers=0,
-        disable_tqdm=False,
+        disable_tqdm=not request.progress,
         **{checkpointing: on_gpu},
     )
     peft_config = None

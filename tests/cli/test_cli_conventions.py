@@ -94,13 +94,15 @@ def test_agent_with_a_missing_data_folder_leaves_no_output_folder(tmp_path, caps
     assert not output.exists()
 
 
-@pytest.mark.parametrize("command", ["evaluate", "agent", "replay"])
+@pytest.mark.parametrize("command", ["evaluate", "agent", "replay", "inspect-model"])
 def test_a_folder_without_the_data_is_one_short_line_and_the_list_goes_to_a_file(command, tmp_path, capsys):
     empty = tmp_path / "not-api-bank"
     empty.mkdir()
     argv = {"evaluate": ["evaluate", "--model", "oracle", "--output", str(tmp_path / "out")],
             "agent": ["agent", "--model", "oracle", "--levels", "level-3", "--output", str(tmp_path / "out")],
-            "replay": ["replay"]}[command]
+            "replay": ["replay"],
+            # inspect-model printed an inspect command with it, exit 0 (issue 37)
+            "inspect-model": ["inspect-model", "--output", str(tmp_path / "out")]}[command]
     assert main([*argv, "--data-dir", str(empty)]) == 2
     line = _error_line(capsys, command)
     assert "not the API-Bank data folder" in line and "give the upstream api-bank folder" in line
@@ -246,3 +248,18 @@ def test_the_libraries_progress_bars_stay_out_of_a_log(tmp_path, data_dir):
                           text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "it/s]" not in done.stderr and "Loading weights" not in done.stderr, done.stderr[-2000:]
+
+
+def test_every_subcommand_has_its_entry_in_the_command_line_page():
+    """docs/cli.md's table has one row per subcommand of ``apibank --help``, and the import-harness row names
+    both harnesses it reads (it named lm-eval only)."""
+    from apibank.cli.main import SUBCOMMANDS
+    from support.paths import REPO
+
+    page = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
+    rows = {match.group(1): match.group(0)
+            for match in re.finditer(r"^\| `apibank ([a-z-]+)[^\n]*", page, re.MULTILINE)}
+    assert set(rows) == set(SUBCOMMANDS), set(rows) ^ set(SUBCOMMANDS)
+    assert "lm-eval" in rows["import-harness"] and "lighteval" in rows["import-harness"]
+    assert "lighteval" in SUBCOMMANDS["import-harness"][1]
+    assert "[--quiet]" in rows["finetune"]

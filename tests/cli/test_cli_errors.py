@@ -73,6 +73,26 @@ MISTAKES = {
                             r"does not take it: drop --threads"),
     "output is a file": (["--model", "oracle", "--output", "{gguf}"], r"a file, not a folder"),
     "no data dir": (["--model", "oracle", "--data-dir", "{tmp}/nowhere"], r"--data-dir .*: no such folder"),
+    # options that cannot apply to the run (issue 37): ignored without a word before
+    "template options to the oracle": (["--model", "oracle", "--chat-template-kwargs", '{{"enable_thinking": false}}'],
+                                       r"^apibank evaluate: error: --chat-template-kwargs: --model oracle is scripted "
+                                       r"and runs no model, so it does not apply; drop --chat-template-kwargs$"),
+    "backend flags to the oracle": (["--model", "oracle", "--backend", "transformers", "--dtype", "float32"],
+                                    r"--backend, --dtype: --model oracle is scripted and runs no model, so they do "
+                                    r"not apply; drop --backend and --dtype"),
+    "template options to a plain-text paper prompt": (
+        ["--model", "{gguf}", "--format", "paper", "--chat-template-kwargs", '{{"enable_thinking": false}}'],
+        r"--chat-template-kwargs: .*m.gguf has no chat template, so --format paper sends its prompt as plain text "
+        r"and no template reads them; drop --chat-template-kwargs, or give a template"),
+    "template options with the template off": (
+        ["--model", "{gguf}", "--format", "paper", "--chat-template", "off", "--chat-template-kwargs", '{{"a": 1}}'],
+        r"--chat-template-kwargs: --chat-template off sends the paper prompt as plain text"),
+    "worked example in a chat prompt": (["--model", "oracle", "--format", "chat", "--icl"],
+                                        r"--icl: the worked example is part of the paper prompt, which --format chat "
+                                        r"does not use; drop --icl, or use --format paper"),
+    "worked example without level 3": (["--model", "oracle", "--levels", "1", "2", "--icl"],
+                                       r"--icl: only level 3's instruction has a worked example, and --levels "
+                                       r"level-1 level-2 has none"),
     "resume mismatch": (["--model", "oracle", "--format", "chat", "--output", "{previous}"],
                         r"holds predictions with format='paper', but this run has format='chat'; give another "
                         r"--output, or --overwrite"),
@@ -203,3 +223,20 @@ def test_agent_refuses_an_unknown_tool_parser_before_loading(tmp_path, capsys, d
     err = capsys.readouterr().err
     assert status == 2 and len(err.strip().splitlines()) == 1, err
     assert "--tool-parser mistrall: no such tool parser; did you mean 'mistral'?" in err
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--model", "oracle", "--chat-template-kwargs", '{"enable_thinking": false}'],
+     "--chat-template-kwargs: --model oracle is scripted and runs no model, so it does not apply"),
+    (["--model", "none", "--dtype", "float32"], "--dtype: --model none is scripted and runs no model"),
+    (["--model", "{model}", "--tool-format", "text", "--chat-template-kwargs", '{"enable_thinking": false}'],
+     "--chat-template-kwargs goes with the native tool format; --tool-format text sends a plain transcript"),
+])
+def test_agent_refuses_options_that_cannot_apply(argv, expected, tmp_path, capsys, data_dir, no_model_load):
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    argv = [arg.replace("{model}", str(model)) for arg in argv]
+    status = main(["agent", *argv, "--data-dir", str(data_dir), "--output", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert status == 2 and len(err.strip().splitlines()) == 1 and expected in err, err

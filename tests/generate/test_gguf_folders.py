@@ -83,16 +83,16 @@ def test_the_inspect_helper_prepares_its_tokenizer_through_the_model_layer(fake_
     assert f"model_path={gguf.parent}" in command and f"tokenizer_path={folder}" in command
 
 
-def test_apibank_inspect_model_prints_the_offline_inspect_command(fake_gguf, tmp_path, monkeypatch, capsys):
+def test_apibank_inspect_model_prints_the_offline_inspect_command(fake_gguf, tmp_path, monkeypatch, capsys, data_dir):
     from apibank.cli.main import main
 
     gguf, conversions = fake_gguf
     monkeypatch.setattr(loading, "packaged_gemma", lambda: gguf)
-    assert main(["inspect-model", "--output", str(tmp_path / "tok"), "--data-dir", "DATA", "--level", "3"]) == 0
+    assert main(["inspect-model", "--output", str(tmp_path / "tok"), "--data-dir", str(data_dir), "--level", "3"]) == 0
     printed = capsys.readouterr().out.split()
     assert printed[:4] == ["HF_HUB_OFFLINE=1", "inspect", "eval", "apibank/api_bank"]
     assert f"tokenizer_path={(tmp_path / 'tok').resolve()}" in printed and "level=3" in printed
-    assert "data_dir=DATA" in printed and len(conversions) == 1
+    assert f"data_dir={data_dir}" in printed and len(conversions) == 1
 
 
 def test_the_printed_inspect_command_makes_no_hub_request_and_logs_under_output(fake_gguf, tmp_path, monkeypatch,

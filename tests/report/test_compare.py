@@ -197,3 +197,26 @@ def test_the_regression_gate(runs, tmp_path, data_dir, capsys):
     assert main(["compare", str(runs["oracle"]), str(runs["degraded"]), "--fail-if-worse", "2", "--alpha", "1e-300",
                  "--output", str(tmp_path / "strict")]) == 0  # significant, but not at that level
     assert main(["compare", str(runs["oracle"]), str(runs["oracle"]), "--fail-if-worse", "-1"]) == 2
+
+
+def test_a_level_too_small_to_detect_any_difference_says_so(tmp_path, data_dir, capsys):
+    """The issue's case: at n=4 the mdd column said 150 points; it now says the size detects nothing."""
+    oracle = tmp_path / "oracle"
+    assert main(["evaluate", "--model", "oracle", "--levels", "1", "--limit", "4", "--allow-subset", "--data-dir",
+                 str(data_dir), "--output", str(oracle), "--quiet", "--json"]) == 0
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("".join(json.dumps({**json.loads(line), "prediction": ""}) + "\n"
+                             for line in (oracle / "predictions.jsonl").read_text().splitlines()))
+    assert main(["score", str(empty), "--data-dir", str(data_dir), "--output", str(tmp_path / "empty"), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(oracle), str(tmp_path / "empty"), "--output", str(tmp_path / "cmp")]) == 0
+    table = capsys.readouterr().out
+    entries = json.loads((tmp_path / "cmp" / "compare.json").read_text())["comparisons"][0]["comparisons"]
+    small = [entry for entry in entries if entry["n"] < smallest_significant_count()]
+    assert small and all(entry["mdd"] is None and entry["mdd_reason"].startswith(f"n={entry['n']}: too few samples")
+                         and "n too small to detect any difference" in entry["line"] for entry in small)
+    assert all(entry["mdd"] is None or entry["mdd"] <= 1 for entry in entries)
+    assert f"n too small: in {len(small)} of {len(entries)} rows no difference can be detected" in table
+    shown = [float(value) for value in re.findall(r"\s(\d+\.\d\d)$", table, re.MULTILINE)]  # the mdd column
+    assert max(shown, default=0) <= 100, table
+    assert "n too small" in (tmp_path / "cmp" / "compare.md").read_text()

@@ -179,3 +179,23 @@ def test_chat_format_needs_a_chat_template(data_dir, tmp_path, capsys):
     error = capsys.readouterr().err.strip()
     assert "no chat template" in error and "--format paper" in error and "\n" not in error
     assert not output.exists()
+
+
+def test_a_redirected_log_holds_no_library_bar_or_warning(tiny_model, data_dir, tmp_path):
+    """stderr to a file (CI, nohup): the trainer's progress bar and transformers' FutureWarning used to fill it;
+    now stderr stays empty, and stdout holds the trainer's log lines and the summary."""
+    import os
+    import subprocess
+    import sys
+
+    from support.paths import REPO
+
+    switches = ("_DISABLE_PROGRESS_BARS", "TRANSFORMERS_VERBOSITY", "PYTHONWARNINGS")
+    env = {key: value for key, value in os.environ.items() if not key.endswith(switches)}
+    done = subprocess.run([sys.executable, "-m", "apibank.cli.main", "finetune", "--model", str(tiny_model),
+                           "--output", str(tmp_path / "tuned"), "--data-dir", str(data_dir), *QUICK],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stderr == "", done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1])["steps"] == 2
+    assert "'loss'" in done.stdout  # the trainer's log, one line per step, in place of its bar

@@ -144,4 +144,22 @@ def check_hf_model(model: str, options: dict[str, Any], fmt: str | None) -> dict
     if where.get("gguf"):
         require_extra("gguf", ("torch", "gguf", "accelerate"), "a .gguf model")
     check_chat_template(model, where, fmt, options.get("chat_template") or "auto", options.get("revision"))
+    check_template_kwargs(model, where, fmt, options)
     return where
+
+
+def check_template_kwargs(model: str, where: dict[str, Any], fmt: str | None, options: dict[str, Any]) -> None:
+    """``--chat-template-kwargs`` is refused where no template reads it: the paper format sent as plain text
+    (``--chat-template off``, or ``auto`` and a model without a template); ignoring it would run something
+    other than what was asked for."""
+    if fmt != "paper" or not options.get("chat_template_kwargs"):
+        return
+    mode = options.get("chat_template") or "auto"
+    if mode == "off":
+        why = "--chat-template off sends the paper prompt as plain text"
+    elif mode == "auto" and has_chat_template(where, options.get("revision")) is False:
+        why = f"{model} has no chat template, so --format paper sends its prompt as plain text"
+    else:
+        return
+    raise UsageError(f"--chat-template-kwargs: {why} and no template reads them; drop --chat-template-kwargs, or "
+                     "give a template (--chat-template on or FILE)")
