@@ -131,7 +131,7 @@ MIN_PARTIAL_MARKER = 2
 def partial_marker(text: str) -> str:
     """The start of a reasoning marker (``<thin``, ``</thi``, ``◁/th``) that ends ``text``: what a cut
     output holds when its budget ran out while the model wrote the marker; "" when none does."""
-    markers = [marker for block in BLOCKS for marker in (block.opener, block.closer)]
+    markers = [marker for block in BLOCKS for marker in (*block.openers, *block.closers)]
     for size in range(max(len(marker) for marker in markers) - 1, MIN_PARTIAL_MARKER - 1, -1):
         if len(text) >= size and any(marker.startswith(text[-size:]) for marker in markers if len(marker) > size):
             return text[-size:]
@@ -147,12 +147,12 @@ def cut_while_reasoning(output: str | None, prompt: str = "", thinking: bool = F
     output = output or ""
     tail = partial_marker(output)
     for block in BLOCKS:
-        if not block.prefilled or block.opener in output or block.closer in output:
+        if not block.prefilled or any(marker in output for marker in (*block.openers, *block.closers)):
             continue
-        in_prompt = prompt.rfind(block.opener)
-        if in_prompt >= 0 and block.closer not in prompt[in_prompt:]:
+        in_prompt = max(prompt.rfind(opener) for opener in block.openers)
+        if in_prompt >= 0 and not any(closer in prompt[in_prompt:] for closer in block.closers):
             return True
-        if thinking and tail and block.closer.startswith(tail):
+        if thinking and tail and any(closer.startswith(tail) for closer in block.closers):
             return True
     return False
 

@@ -47,18 +47,22 @@ def test_the_issues_run_saves_an_empty_prediction_and_keeps_the_raw_output(row):
 @pytest.mark.parametrize("block", BLOCKS, ids=lambda block: block.name)
 def test_a_block_opened_and_cut_anywhere_in_its_markers_is_no_answer(block, row):
     chat = build_conversation(row, "chat")
-    for cut in range(len(block.closer)):  # cut before the closer, or inside it
-        text = f"{block.opener}plan: {CALL}\n{block.closer[:cut]}"
-        assert finish(chat, _cut(text), PLAIN) == ("", None), text
+    for opener in block.openers:
+        for closer in block.closers:
+            for cut in range(len(closer)):  # cut before the closer, or inside it
+                text = f"{opener}plan: {CALL}\n{closer[:cut]}"
+                assert finish(chat, _cut(text), PLAIN) == ("", None), text
 
 
 @pytest.mark.parametrize("block", [block for block in BLOCKS if block.prefilled], ids=lambda block: block.name)
 def test_a_block_the_prompt_opened_is_no_answer_when_cut(block, row):
     chat = build_conversation(row, "chat")
     reasoning = f"the date is asked: {CALL}"
-    assert finish(chat, _cut(reasoning), PLAIN, prompt=f"...assistant\n{block.opener}\n") == ("", None)
-    for piece in range(2, len(block.closer)):  # a model that thinks first, cut while writing the closer
-        assert finish(chat, _cut(reasoning + block.closer[:piece]), THINKING) == ("", None)
+    for opener in block.openers:
+        assert finish(chat, _cut(reasoning), PLAIN, prompt=f"...assistant\n{opener}\n") == ("", None), opener
+    for closer in block.closers:
+        for piece in range(2, len(closer)):  # a model that thinks first, cut while writing the closer
+            assert finish(chat, _cut(reasoning + closer[:piece]), THINKING) == ("", None), closer[:piece]
     # the same text from a model that does not think, in a prompt that opened nothing, stays its answer
     assert finish(chat, _cut(reasoning), PLAIN, prompt="...assistant\n")[0] == reasoning
 
