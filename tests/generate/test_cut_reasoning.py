@@ -104,3 +104,23 @@ def test_an_agent_step_cut_while_thinking_has_no_answer_and_no_call():
     agent = ModelAgent(ModelDriver(CutAgentStep(), tool_format="text"))
     step = agent.act([{"role": "user", "content": "What day is it?"}], [])
     assert step.text == "" and step.calls == [] and step.raw == "r"
+
+
+def test_an_endpoint_reply_cut_inside_reasoning_is_no_answer(data_dir, tmp_path):
+    """An OpenAI-compatible server's finish_reason "length" is recorded and applies the same rule (the old
+    endpoint backend recorded no finish_reason, so the reasoning became the prediction)."""
+    import json
+
+    import apibank_cli
+    from support.local_endpoint import ChatCompletions
+
+    reasoning = "<think>The user asks for the date, so GetToday.\n</thin"
+    with ChatCompletions(lambda body: {"role": "assistant", "content": reasoning}, finish_reason="length") as server:
+        status = apibank_cli.main(["evaluate", "--model", "m", "--backend", "openai", "--base-url", server.base_url,
+                                   "--format", "chat", "--levels", "1", "--limit", "1", "--kinds", "api",
+                                   "--allow-subset", "--data-dir", str(data_dir), "--output", str(tmp_path / "run"),
+                                   "--quiet"])
+    assert status == 0
+    record = json.loads((tmp_path / "run" / "predictions.jsonl").read_text().splitlines()[0])
+    assert record["prediction"] == "" and record["finish_reason"] == "length"
+    assert json.loads(record["raw_output"])["content"] == reasoning

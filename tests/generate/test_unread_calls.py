@@ -22,6 +22,7 @@ TOOLS = ["GetToday", "QueryMeeting"]
     '<minimax:tool_call><invoke name="GetToday"></invoke></minimax:tool_call>',
     '<｜DSML｜function_calls><｜DSML｜invoke name="GetToday"></｜DSML｜invoke>',
     '<TOOLCALL>[{"name": "GetToday", "arguments": {}}]</TOOLCALL>',
+    '<acme:tool_call>{"name": "GetToday", "arguments": {}}</acme:tool_call>',  # a family no reader knows
     '<|tool_call_start|>[GetToday()]<|tool_call_end|>',
     'Sure. {"name": "QueryMeeting", "arguments": {"user": "a"}} is what I call.',
     'Sure. {"parameters": {"user": "a"}, "name": "QueryMeeting"}',
@@ -81,7 +82,7 @@ def test_an_endpoint_run_counts_what_neither_the_server_nor_the_reader_read(data
     """The server parses no call (content only); the package's reader reads Hermes markup and not the
     unknown family's: one row of each, the unknown one counted."""
     replies = iter(['<tool_call>{"name": "GetToday", "arguments": {}}</tool_call>',
-                    '<TOOLCALL>[{"name": "GetToday", "arguments": {}}]</TOOLCALL>'] * 8)
+                    '<acme:tool_call>{"name": "GetToday", "arguments": {}}</acme:tool_call>'] * 8)
     with ChatCompletions(lambda body: {"role": "assistant", "content": next(replies)}) as server:
         status = apibank_cli.main(["evaluate", "--model", "m", "--backend", "openai", "--base-url", server.base_url,
                                    "--concurrency", "1", "--batch-size", "1", "--format", "tools", "--levels", "1",

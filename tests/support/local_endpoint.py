@@ -53,9 +53,9 @@ def send_json(handler: http.server.BaseHTTPRequestHandler, payload: Any, status:
 class ChatCompletions(LocalEndpoint):
     """``POST /v1/chat/completions`` answering each request with the assistant message ``reply(body)``,
     whatever the request asks for (``stop``, ``max_tokens`` included); ``requests`` keeps the bodies, and
-    ``usage`` (when given) goes into every reply."""
+    ``usage`` (when given) and ``finish_reason`` go into every reply."""
 
-    def __init__(self, reply: Callable[[dict], dict], usage: dict | None = None):
+    def __init__(self, reply: Callable[[dict], dict], usage: dict | None = None, finish_reason: str = "stop"):
         self.requests: list[dict] = []
         server = self
 
@@ -63,7 +63,7 @@ class ChatCompletions(LocalEndpoint):
             def do_POST(self):
                 body = self.json_body()
                 server.requests.append(body)
-                answer = {"choices": [{"index": 0, "message": reply(body), "finish_reason": "stop"}]}
+                answer = {"choices": [{"index": 0, "message": reply(body), "finish_reason": finish_reason}]}
                 send_json(self, {**answer, "usage": usage} if usage is not None else answer)
 
         self.listen(Handler)

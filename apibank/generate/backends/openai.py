@@ -34,6 +34,8 @@ def _usage(reply: dict[str, Any]) -> dict[str, int] | None:
     return out or None
 
 # Why an endpoint's calls are not read back before the run (apibank.generate.templates.readback).
+# Why a reply ended, as the OpenAI API words it; "length": its max_tokens cut it (a cut reasoning block is no answer).
+FINISH_REASONS = ("stop", "length", "tool_calls", "content_filter", "function_call")
 NO_LOCAL_TEMPLATE = "the endpoint's chat template is the server's, not known here"
 
 ENDPOINT_ESCALATION = tuple(
@@ -274,6 +276,9 @@ class OpenAIBackend(Backend):
                 text, conversation.tools) or None
         extra: dict[str, Any] = {"seconds": round(time.perf_counter() - started, 6),
                                  "prompt": self.sent_prompt(conversation, adaptations)}
+        finish_reason = choices[0].get("finish_reason")
+        if isinstance(finish_reason, str) and finish_reason in FINISH_REASONS:  # the reply is untrusted: known words only
+            extra["finish_reason"] = finish_reason
         if adaptations:
             extra["template_adaptations"] = [name for name in ORDER if name in adaptations]
         usage = _usage(reply)
