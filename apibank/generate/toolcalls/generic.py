@@ -14,9 +14,11 @@ that the benchmark's call extraction reads back the same names and values.
 from __future__ import annotations
 
 import ast
+import io
 import itertools
 import json
 import re
+import tokenize
 from typing import Any, Iterable, Iterator, Mapping
 
 from apibank.notation import (
@@ -212,6 +214,22 @@ def _python_call(node: ast.AST) -> ToolCall | None:
         return name, keyword_arguments(node)
     except ParseError:
         return None
+
+
+_JSON_LITERALS = {"true": "True", "false": "False", "null": "None"}
+
+
+def python_spelling(source: str) -> str:
+    """``source`` with the JSON literals some families write in Python-style calls (``true``, ``null``) spelt as
+    Python's, names only (a "true" inside a string stays); unchanged where it does not tokenize."""
+    if len(source) > MAX_CALL_CHARS or not any(word in source for word in _JSON_LITERALS):
+        return source
+    try:
+        tokens = [(token.type, _JSON_LITERALS.get(token.string, token.string) if token.type == tokenize.NAME
+                   else token.string) for token in tokenize.generate_tokens(io.StringIO(source).readline)]
+        return tokenize.untokenize(tokens)
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return source
 
 
 def python_calls_in(source: str) -> list[ToolCall]:

@@ -4,7 +4,9 @@ as Python or JSON literals (``true``, ``null``).
 Python, not a spec file: transformers' ``python-call-list`` content parser reads a bracketed, comma-separated
 list only (``[a(x=1), b()]``); Olmo 3 writes its calls one per line with neither, and no other content
 parser or transform of the response-template format joins lines into a list (measured with transformers
-5.25: the block reads as no call). Each line is read by that same parser, wrapped in brackets here.
+5.25: the block reads as no call); that parser is also missing from the transformers 5.19 that vLLM 0.32
+pins. Each line is read by the package's own Python-call reader (:mod:`ast`, literals only), its JSON
+literals (``true``, ``null``) first spelt as Python's.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from apibank.generate.toolcalls.generic import MAX_CALLS, ToolCall, too_deep
+from apibank.generate.toolcalls.generic import MAX_CALLS, ToolCall, python_calls_in, python_spelling
 from apibank.generate.toolcalls.registry import Reader, Schemas
 from apibank.notation import MAX_CALL_CHARS
 
@@ -33,16 +35,8 @@ def blocks(text: str, opener: str, closer: str) -> list[str]:
     return found
 
 
-def _line_calls(line: str) -> list[dict[str, Any]]:
-    from transformers.utils.chat_parsing.content_parsers import parse_content
-
-    if len(line) > MAX_CALL_CHARS or too_deep(line):
-        return []
-    try:
-        calls = parse_content(f"[{line}]", "python-call-list", {})
-    except (ValueError, RecursionError):
-        return []
-    return calls if isinstance(calls, list) else []
+def _line_calls(line: str) -> list[ToolCall]:
+    return python_calls_in(python_spelling(line))
 
 
 def typed(name: str, arguments: dict[str, Any], schemas: Schemas | None) -> dict[str, Any]:
@@ -63,8 +57,8 @@ def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
     calls: list[ToolCall] = []
     for block in blocks(text, "<function_calls>", "</function_calls>"):
         for line in block.splitlines():
-            for call in _line_calls(line.strip()) if line.strip() else ():
-                calls.append((call["name"], typed(call["name"], call["arguments"], schemas)))
+            for name, arguments in _line_calls(line.strip()) if line.strip() else ():
+                calls.append((name, typed(name, arguments, schemas) if isinstance(arguments, dict) else arguments))
     return calls[:MAX_CALLS]
 
 

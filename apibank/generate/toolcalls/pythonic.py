@@ -3,6 +3,10 @@ write beyond it (ToolACE's template prints values unquoted, ``k=Paris``: of the 
 template renders, that parser reads 7 back exactly, this module 721; fenced blocks and bare calls of offered
 tools have no list at all).
 
+LFM2 and LFM2.5 write the same list between ``<|tool_call_start|>`` and ``<|tool_call_end|>``: read here too,
+since transformers' ``python-call-list`` content parser arrived after the transformers that vLLM 0.32 pins
+(5.19 has none), and a spec file this package's floor cannot run would leave the family unread there.
+
 Python-style calls: ``[Name(key='v'), Other()]`` (vLLM's Llama 3.2 and ToolACE templates), Llama 4 between
 ``<|python_start|>`` and ``<|python_end|>``, or in a fenced ``python``/``tool_code`` block.
 
@@ -15,7 +19,9 @@ from __future__ import annotations
 
 import re
 
-from apibank.generate.toolcalls.generic import ToolCall, balanced_spans, python_calls_in, python_style_calls
+from apibank.generate.toolcalls.generic import (
+    ToolCall, balanced_spans, matches, python_calls_in, python_spelling, python_style_calls,
+)
 from apibank.generate.toolcalls.registry import Reader, Schemas
 from apibank.notation import MAX_CALL_CHARS
 
@@ -88,10 +94,24 @@ def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
     return python_style_calls(text, frozenset(schemas))
 
 
+_LFM2_REGION = re.compile(r"<\|tool_call_start\|>(.*?)(?:<\|tool_call_end\|>|\Z)", re.DOTALL)
+
+
+def read_lfm2(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
+    """The lists between LFM2's call markers only: a list in its prose is no call."""
+    calls: list[ToolCall] = []
+    for region in matches(_LFM2_REGION, text):
+        calls += read(python_spelling(region.group(1)))
+    return calls
+
+
 _LIST_START = re.compile(r"\A\s*(?:<\|python_start\|>\s*)?\[\s*[A-Za-z_][\w.]*\(")
 READERS = (
     Reader("llama4_pythonic", read, priority=25, template_markers=(("<|header_start|>", "[func_name1("), ("<|python_start|>",)),
            text_markers=(re.compile(r"<\|python_start\|>"),), summary="[Name(key='v')] (<|python_start|> allowed)"),
+    Reader("lfm2", read_lfm2, priority=50, template_markers=(("<|tool_call_start|>",), ("List of tools: [",)),
+           text_markers=(re.compile(r"<\|tool_call_start\|>\s*\["),),
+           summary='<|tool_call_start|>[NAME(KEY="VALUE")]<|tool_call_end|>'),
     Reader("pythonic", read, priority=24, template_markers=(("[func_name1(",),), text_markers=(_LIST_START,),
            summary="[Name(key='v'), ...]"),
 )
