@@ -45,6 +45,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from apibank.generate.toolcalls.reasoning import THINKING_CLOSERS, THINKING_OPENERS, THINKING_SWITCHES
+
 Message = dict[str, Any]
 Tools = list[dict[str, Any]] | None
 RenderFn = Callable[[list[Message], Tools], str]
@@ -374,9 +376,11 @@ def shape_of(messages: Sequence[Message], tools: Tools) -> tuple:
     return (tuple((m["role"], bool(m.get("tool_calls"))) for m in messages), bool(tools))
 
 
-# What says that a generation prompt leaves the model thinking first, or that it closed an empty thought.
-_OPEN_THINKING = ("<think>", "<seed:think>", "<|channel>thought")
-_CLOSED_THINKING = ("</think>", "</seed:think>", "<channel|>")
+# What says that a generation prompt leaves the model thinking first, or that it closed an empty thought,
+# and what switches a template's thinking mode: every vLLM reasoning parser's markers (reasoning_markers.json).
+_OPEN_THINKING = THINKING_OPENERS
+_CLOSED_THINKING = THINKING_CLOSERS
+_THINKING_SWITCHES = THINKING_SWITCHES
 
 
 class TemplateAdapter:
@@ -460,8 +464,8 @@ class TemplateAdapter:
             return "the prompt switches thinking on"
         if "<|channel|>" in text:
             return "harmony format: the model writes its analysis channel before the answer"
-        if "<think>" in text and "enable_thinking" in text:
-            return "the template thinks unless enable_thinking is false"
+        if any(opener in text for opener in _OPEN_THINKING) and any(switch in text for switch in _THINKING_SWITCHES):
+            return "the template thinks unless its thinking switch turns it off (enable_thinking, thinking_budget)"
         return None
 
     def _probed_names(self) -> tuple[str, ...]:

@@ -175,7 +175,7 @@ def test_a_models_own_reasoning_in_earlier_turns_may_be_dropped():
 
 
 def test_thinking_follows_the_template_and_its_options(tokenizer):
-    assert adapter(tokenizer, "thinking").thinking() == "the template thinks unless enable_thinking is false"
+    assert adapter(tokenizer, "thinking").thinking() == "the template thinks unless its thinking switch turns it off (enable_thinking, thinking_budget)"
     assert adapter(tokenizer, "hermes_tool_use").thinking() is None
     off = adapter(tokenizer, "thinking", enable_thinking=False)
     assert off.thinking() is None
@@ -198,7 +198,7 @@ def test_chat_template_kwargs_reach_the_template_and_the_thinking_budget(tiny_mo
     conversation = build_conversation(rows[0], "chat")
     assert plain.render(conversation).endswith("<think>\n\n</think>\n\n")
     assert not thinking.render(conversation).endswith("</think>\n\n")
-    assert thinking.thinking("chat") == "the template thinks unless enable_thinking is false"
+    assert thinking.thinking("chat") == "the template thinks unless its thinking switch turns it off (enable_thinking, thinking_budget)"
     assert plain.thinking("chat") is None
     assert plain.template_info()["chat_template_kwargs"] == {"enable_thinking": False}
     level = [row for row in rows if row["level"] == 1]

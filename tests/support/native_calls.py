@@ -11,9 +11,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from apibank.generate.toolcalls.gemma4 import QUOTE
 
 Call = tuple[str, dict[str, Any]]
+QUOTE = '<|"|>'  # Gemma 4's string mark
 
 
 def _gemma(value: Any) -> str:
@@ -81,3 +81,96 @@ WRITERS: dict[str, Callable[[list[Call]], str]] = {
 BARE_JSON = {"llama3_json", "llama4_json", "xlam", "phi4_mini_json", "json"}
 # Families read only when chosen (by name or template): their text has no marker of its own.
 UNMARKED = {"llama4_json", "json"}
+
+
+def _dsml(calls: list[Call], wrapper: str = "function_calls", space: str = "") -> str:
+    marker = f"｜DSML｜{space}"
+    return f"<{marker}{wrapper}>\n" + "".join(
+        f'<{marker}invoke name="{n}">\n' + "".join(
+            f'<{marker}parameter name="{k}" string="{"true" if isinstance(v, str) else "false"}">{_bare(v)}'
+            f"</{marker}parameter>\n" for k, v in a.items()) + f"</{marker}invoke>\n" for n, a in calls) + f"</{marker}{wrapper}>"
+
+
+def _invoke(calls: list[Call], prefix: str = "", invoke: str = "invoke", parameter: str = "parameter") -> str:
+    return "".join(f'<{prefix}{invoke} name="{n}">\n' + "".join(
+        f'<{prefix}{parameter} name="{k}">{_bare(v)}</{prefix}{parameter}>\n' for k, v in a.items())
+        + f"</{prefix}{invoke}>\n" for n, a in calls)
+
+
+_M3 = "]<]minimax[>["
+
+
+def _olmo3_value(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+WRITERS.update({
+    "deepseek_v32": _dsml,
+    "minimax_m2": lambda calls: "<minimax:tool_call>\n" + _invoke(calls) + "</minimax:tool_call>",
+    "minimax_m3": lambda calls: f"{_M3}<tool_call>\n" + "".join(
+        f'{_M3}<invoke name="{n}">\n' + "".join(f"{_M3}<{k}>{_bare(v)}{_M3}</{k}>\n" for k, v in a.items())
+        + f"{_M3}</invoke>\n" for n, a in calls) + f"{_M3}</tool_call>",
+    "seed_oss": lambda calls: "".join(f"<seed:tool_call>\n<function={n}>\n" + "".join(
+        f"<parameter={k}>{_bare(v)}</parameter>\n" for k, v in a.items()) + "</function>\n</seed:tool_call>"
+        for n, a in calls),
+    "hunyuan_a13b": lambda calls: "<tool_calls>" + json.dumps([{"name": n, "arguments": a} for n, a in calls],
+                                                               ensure_ascii=False) + "</tool_calls>",
+    "longcat": lambda calls: "\n".join(f"<longcat_tool_call>{_object(n, a)}</longcat_tool_call>" for n, a in calls),
+    "lfm2": lambda calls: "<|tool_call_start|>[" + ", ".join(
+        f"{n}({', '.join(f'{k}={json.dumps(v, ensure_ascii=False)}' for k, v in a.items())})" for n, a in calls)
+        + "]<|tool_call_end|>",
+    "functiongemma": lambda calls: "".join(
+        f"<start_function_call>call:{n}{{" + ",".join(f"{k}:<escape>{_bare(v)}<escape>" for k, v in a.items())
+        + "}<end_function_call>" for n, a in calls),
+    "gigachat3": lambda calls: "<|function_call|>" + _object(*calls[0]),
+    "granite-20b-fc": lambda calls: " ".join(f"<function_call> {_object(n, a)}" for n, a in calls),
+    "hy_v3": lambda calls: "<tool_calls>" + "".join(f"<tool_call>{n}<tool_sep>" + "".join(
+        f"<arg_key>{k}</arg_key><arg_value>{_bare(v)}</arg_value>" for k, v in a.items()) + "</tool_call>"
+        for n, a in calls) + "</tool_calls>",
+    "hy_v4": lambda calls: "<tool_calls>\n" + "".join(f"<tool_call>{n}\n" + "".join(
+        f"<arg_key>{k}</arg_key>\n<arg_value>{_bare(v)}</arg_value>\n" for k, v in a.items()) + "</tool_call>\n"
+        for n, a in calls) + "</tool_calls>",
+    "k2_horizon": lambda calls: "<ifm|tool_calls>" + "".join(f"<ifm|tool_call>{n}" + "".join(
+        f"<ifm|arg_key>{k}</ifm|arg_key><ifm|arg_value>{_bare(v)}</ifm|arg_value>" for k, v in a.items())
+        + "</ifm|tool_call>" for n, a in calls) + "</ifm|tool_calls>",
+    "kimi_k3": lambda calls: "<|open|>tools<|sep|>" + "".join(f'<|open|>call tool="{n}" index="{i + 1}"<|sep|>' + "".join(
+        f'<|open|>argument key="{k}" type="{"string" if isinstance(v, str) else "json"}"<|sep|>{_bare(v)}'
+        "<|close|>argument<|sep|>" for k, v in a.items()) + "<|close|>call<|sep|>" for i, (n, a) in enumerate(calls))
+        + "<|close|>tools<|sep|>",
+    "minicpm5": lambda calls: "".join(f'<function name="{n}">' + "".join(
+        f'<param name="{k}">{_bare(v)}</param>' for k, v in a.items()) + "</function>" for n, a in calls),
+    "plamo3": lambda calls: "<|plamo:begin_tool_requests:plamo|>" + "".join(
+        f"<|plamo:begin_tool_request:plamo|><|plamo:begin_tool_name:plamo|>{n}<|plamo:end_tool_name:plamo|>"
+        f"<|plamo:begin_tool_arguments:plamo|><|plamo:constrain|>json<|plamo:msg|>{json.dumps(a, ensure_ascii=False)}"
+        "<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>" for n, a in calls)
+        + "<|plamo:end_tool_requests:plamo|>",
+    "inkling": lambda calls: "".join(f"<|message_model|><|content_invoke_tool_json|>"
+                                     f"{json.dumps({'name': n, 'args': a}, ensure_ascii=False)}<|end_message|>"
+                                     for n, a in calls),
+    "step3": lambda calls: "<｜tool_calls_begin｜>" + "".join(
+        "<｜tool_call_begin｜>function<｜tool_sep｜>" + _invoke([(n, a)], "steptml:") + "<｜tool_call_end｜>"
+        for n, a in calls) + "<｜tool_calls_end｜>",
+    "cohere_command3": lambda calls: "<|START_ACTION|>" + json.dumps(
+        [{"tool_call_id": str(i), "tool_name": n, "parameters": a} for i, (n, a) in enumerate(calls)],
+        ensure_ascii=False) + "<|END_ACTION|>",
+    "muse_glimmer": lambda calls: "<|start|>assistant to=functions.call<|message|><atem:function_calls>\n"
+                                  + _invoke(calls, "atem:") + "</atem:function_calls><|eom|>",
+    "nemotron_json": lambda calls: "<TOOLCALL>" + json.dumps([{"name": n, "arguments": a} for n, a in calls],
+                                                             ensure_ascii=False) + "</TOOLCALL>",
+    "apertus": lambda calls: "<|tools_prefix|>" + json.dumps([{n: a} for n, a in calls], ensure_ascii=False)
+                             + "<|tools_suffix|>",
+    "olmo3": lambda calls: "<function_calls>" + "\n".join(
+        f"{n}({', '.join(f'{k}={_olmo3_value(v)}' for k, v in a.items())})" for n, a in calls) + "</function_calls>",
+})
+# vLLM names that read a family's format under another name: the same text.
+ALIASES = {
+    "deepseek_v4": lambda calls: _dsml(calls, "tool_calls"), "deepseek_v41": lambda calls: _dsml(calls, "calls", " "),
+    "dots": lambda calls: "<dots_function_call>\n" + _invoke(calls) + "</dots_function_call>",
+    "jamba": WRITERS["hunyuan_a13b"], "cohere_command4": WRITERS["cohere_command3"],
+    "granite4": WRITERS["hermes"], "qwen3_json": WRITERS["hermes"], "ernie45": WRITERS["hermes"],
+    "glm47": WRITERS["glm45"], "ling3": WRITERS["glm45"], "poolside_v1": WRITERS["glm45"],
+    "qwen3_xml": WRITERS["qwen3_coder"], "mimo": WRITERS["qwen3_coder"], "step3p5": WRITERS["qwen3_coder"],
+}
+WRITERS.update(ALIASES)
+# Families that can write one call per turn only.
+SINGLE_CALL = {"gigachat3"}

@@ -1,4 +1,7 @@
-"""``functions.NAME:`` followed by the arguments as JSON (llama-cpp-python's functionary and chatml
+"""Kept in Python: nothing closes a call but the end of its JSON object, and a response template's
+region needs a closing marker.
+
+``functions.NAME:`` followed by the arguments as JSON (llama-cpp-python's functionary and chatml
 function-calling formats)."""
 
 from __future__ import annotations
@@ -15,5 +18,5 @@ def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
     return prefixed_calls(text, _CALL)
 
 
-READERS = (Reader("functions_prefix", read, template_markers=(), text_markers=(_CALL,),
+READERS = (Reader("functions_prefix", read, priority=10, template_markers=(), text_markers=(_CALL,),
                   summary="functions.NAME:\\n{JSON}"),)

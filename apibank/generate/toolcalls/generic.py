@@ -282,23 +282,3 @@ def decode_literal(text: str) -> Any:
         return literal(python_expression(text))
     except ParseError:
         return None
-
-
-def delimited(text: str, opener: re.Pattern[str], closer: str, *, last_unclosed: bool = False
-              ) -> Iterator[tuple[re.Match[str], str]]:
-    """Each match of ``opener`` with the text up to the next ``closer``, left to right, in linear time (a
-    regex's lazy ``(.*?)closer`` rescans the rest of the text from every opener that never closes). An
-    opener with no closer after it ends the scan; ``last_unclosed``: it still yields the rest of the text
-    (a model cut off by its token limit)."""
-    position = 0
-    for _ in range(MAX_CALLS):
-        match = opener.search(text, position)
-        if match is None:
-            return
-        end = text.find(closer, match.end())
-        if end < 0:
-            if last_unclosed:
-                yield match, text[match.end():]
-            return
-        yield match, text[match.end():end]
-        position = end + len(closer)

@@ -1,4 +1,7 @@
-"""The generic reader (registered as ``json``): every syntax below, anywhere in the text, JSON call objects
+"""Kept in Python: it reads every syntax anywhere in the text, JSON call objects in prose included, which no
+marker delimits.
+
+The generic reader (registered as ``json``): every syntax below, anywhere in the text, JSON call objects
 inside prose included. Never chosen from a template or a text's markers (prose holding a JSON object with
 a "name" key would become a call); chosen by name, where the prompt itself asks for JSON calls (the
 agent's ``text`` tool format) or with ``--tool-parser json``:
@@ -29,7 +32,7 @@ from apibank.generate.toolcalls.generic import (
 )
 from apibank.generate.toolcalls.functions_prefix import read as functions_prefix_calls
 from apibank.generate.toolcalls.llama3_json import CALL_HEAD
-from apibank.generate.toolcalls.mistral import read_named as mistral_named_calls
+from apibank.generate.toolcalls import registry
 from apibank.generate.toolcalls.registry import Reader, Schemas
 
 
@@ -42,7 +45,7 @@ def calls_in_text(text: str, tool_names: Iterable[str] | None = None) -> list[To
     text = (text or "")[:MAX_TEXT_CHARS]
     known = frozenset(tool_names) if tool_names is not None else None
     for candidate in (text, html.unescape(text)) if ESCAPED.search(text) else (text,):
-        calls = (mistral_named_calls(candidate) or functions_prefix_calls(candidate)
+        calls = (registry.get_reader("mistral").read(candidate, None) or functions_prefix_calls(candidate)
                  or calls_in_values(json_values(candidate)) or prefixed_calls(candidate, CALL_HEAD)
                  or python_style_calls(candidate, known))
         if calls:
@@ -54,4 +57,4 @@ def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
     return calls_in_text(text, list(schemas) if schemas else None)
 
 
-READERS = (Reader("json", read, template_markers=(), summary="any of the syntaxes above, JSON calls in prose included"),)
+READERS = (Reader("json", read, priority=0, template_markers=(), summary="any of the syntaxes above, JSON calls in prose included"),)

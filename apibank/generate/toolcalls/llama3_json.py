@@ -1,4 +1,7 @@
-"""Llama 3.1/3.2/3.3 (and Llama 4's JSON mode): a bare ``{"name": ..., "parameters": {...}}``, after
+"""Kept in Python: the calls have no marker around them (a bare JSON object anywhere in the answer, several
+joined by ``;``, one left unclosed by the token limit), and a response template reads regions between markers.
+
+Llama 3.1/3.2/3.3 (and Llama 4's JSON mode): a bare ``{"name": ..., "parameters": {...}}``, after
 ``<|python_tag|>`` or alone, several joined by ``;``.
 
 The family has no marker of its own around a call: chosen from the template, every JSON call object in
@@ -24,9 +27,9 @@ def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
 
 
 READERS = (
-    Reader("llama3_json", read, template_markers=(('"parameters": dictionary of argument name',),),
+    Reader("llama3_json", read, priority=20, template_markers=(('"parameters": dictionary of argument name',),),
            text_markers=(re.compile(r"<\|python_tag\|>\s*[\[{]"),
                          re.compile(r'\A\s*\[?\s*\{\s*"name"\s*:\s*"[^"]+"\s*,\s*"(?:parameters|arguments)"\s*:')),
            summary='{"name": ..., "parameters": {...}}'),
-    Reader("llama4_json", read, template_markers=(), summary="as llama3_json"),
+    Reader("llama4_json", read, priority=19, template_markers=(), summary="as llama3_json"),
 )

@@ -1,4 +1,7 @@
-"""Phi-4-mini: ``functools[{"name": ..., "arguments": {...}}, ...]``.
+"""Kept in Python: besides ``functools[...]``, call objects written as Python dicts are read (no
+transformers content parser reads Python literals outside a call list).
+
+Phi-4-mini: ``functools[{"name": ..., "arguments": {...}}, ...]``.
 
 vLLM's Phi-4-mini template shows earlier calls as ``{"name": ..., "arguments": {'k': 'v'}}`` (a Python
 dict), and a model imitates its history: chosen from the template, call objects written so (JSON or
@@ -33,5 +36,5 @@ def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
     return calls_in_values(value for value in values if value is not None)
 
 
-READERS = (Reader("phi4_mini_json", read, template_markers=(("functools",), ("<|tool|>", "<|/tool|>")),
+READERS = (Reader("phi4_mini_json", read, priority=45, template_markers=(("functools",), ("<|tool|>", "<|/tool|>")),
                   text_markers=(_MARKER,), summary="functools[{JSON}, ...]"),)

@@ -1,4 +1,9 @@
-"""Python-style calls: ``[Name(key='v'), Other()]`` (vLLM's Llama 3.2 and ToolACE templates), Llama 4 between
+"""Kept in Python: transformers' ``python-call-list`` parser reads strict lists only, and these families
+write beyond it (ToolACE's template prints values unquoted, ``k=Paris``: of the 779 gold calls ToolACE's
+template renders, that parser reads 7 back exactly, this module 721; fenced blocks and bare calls of offered
+tools have no list at all).
+
+Python-style calls: ``[Name(key='v'), Other()]`` (vLLM's Llama 3.2 and ToolACE templates), Llama 4 between
 ``<|python_start|>`` and ``<|python_end|>``, or in a fenced ``python``/``tool_code`` block.
 
 Read with :mod:`ast` into literals only, never evaluated. Every call of a bracketed list is taken,
@@ -85,8 +90,8 @@ def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
 
 _LIST_START = re.compile(r"\A\s*(?:<\|python_start\|>\s*)?\[\s*[A-Za-z_][\w.]*\(")
 READERS = (
-    Reader("llama4_pythonic", read, template_markers=(("<|header_start|>", "[func_name1("), ("<|python_start|>",)),
+    Reader("llama4_pythonic", read, priority=25, template_markers=(("<|header_start|>", "[func_name1("), ("<|python_start|>",)),
            text_markers=(re.compile(r"<\|python_start\|>"),), summary="[Name(key='v')] (<|python_start|> allowed)"),
-    Reader("pythonic", read, template_markers=(("[func_name1(",),), text_markers=(_LIST_START,),
+    Reader("pythonic", read, priority=24, template_markers=(("[func_name1(",),), text_markers=(_LIST_START,),
            summary="[Name(key='v'), ...]"),
 )

@@ -3,14 +3,14 @@
 Thinking text stays in the raw output a run saves, but it is never read as a call or as the answer:
 a model that thinks ``{"name": "QueryMeeting", ...}`` before answering in prose has made no call.
 
-The blocks recognised (:data:`BLOCKS`):
-
-* ``<think>`` ... ``</think>``: Qwen3, QwQ, DeepSeek-R1 and its distills, SmolLM3 (``/think``), Granite
-  3.3, Phi-4-reasoning. Their templates often open the block in the prompt (``<|im_start|>assistant\\n
-  <think>\\n``), so a closing tag with no opening one before it ends a block that began the output;
-* ``◁think▷`` ... ``◁/think▷``: Kimi thinking models;
-* ``<|channel>thought`` ... ``<channel|>``: Gemma 4;
-* GPT-OSS (harmony): every ``<|channel|>analysis<|message|>`` message, to its ``<|end|>``.
+The blocks recognised (:data:`BLOCKS`) are data, ``reasoning_markers.json`` beside this module: the start
+and end markers of every reasoning parser vLLM 0.32.0 registers (``<think>`` ... ``</think>`` for most,
+Seed's ``<seed:think>``, Mistral's ``[THINK]``, Cohere's ``<|START_THINKING|>``, GPT-OSS's analysis
+channel, ...), each with the vLLM parsers that use it. A family whose template opens the block in the
+prompt (``<|im_start|>assistant\n<think>\n``) has ``prefilled`` markers: a closing marker with no opening
+one before it ends a block that began the output. The same markers tell whether a chat template makes its
+model think (:data:`THINKING_OPENERS`, :data:`THINKING_CLOSERS`, :data:`THINKING_SWITCHES`, read by
+:mod:`apibank.generate.templates`).
 
 A block left open (the model was cut off while thinking) makes the rest of the text reasoning: what
 follows an unfinished thought is no answer.
@@ -18,27 +18,52 @@ follows an unfinished thought is no answer.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
+from functools import cached_property
+from importlib import resources
 
 
 @dataclass(frozen=True)
 class Block:
-    """One family's reasoning block: ``opener`` ... ``closer``; ``prefilled``: a template may write the
-    opener into the prompt, so a lone closer ends a block that began the output."""
+    """One family's reasoning block: any of ``openers`` ... any of ``closers``; ``prefilled``: a template
+    may write the opener into the prompt, so a lone closer ends a block that began the output;
+    ``shared_closer``: the closer also ends messages that are no reasoning (harmony's ``<|end|>``), so it
+    says nothing about a prompt; ``parsers``: the vLLM reasoning parsers that write these markers."""
 
     name: str
-    opener: str
-    closer: str
+    openers: tuple[str, ...]
+    closers: tuple[str, ...]
     prefilled: bool
+    shared_closer: bool = False
+    parsers: tuple[str, ...] = ()
+
+    @cached_property
+    def opener_re(self) -> re.Pattern[str]:
+        return _alternatives(self.openers)
+
+    @cached_property
+    def closer_re(self) -> re.Pattern[str]:
+        return _alternatives(self.closers)
 
 
-BLOCKS = (
-    Block("think", "<think>", "</think>", prefilled=True),
-    Block("kimi", "◁think▷", "◁/think▷", prefilled=True),
-    Block("gemma4", "<|channel>thought", "<channel|>", prefilled=False),
-    Block("harmony", "<|channel|>analysis<|message|>", "<|end|>", prefilled=False),
-)
+def _alternatives(markers: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(marker) for marker in sorted(markers, key=len, reverse=True)))
+
+
+def _load() -> tuple[dict, tuple[Block, ...]]:
+    data = json.loads((resources.files("apibank.generate.toolcalls") / "reasoning_markers.json").read_text("utf-8"))
+    blocks = tuple(Block(entry["name"], tuple(entry["open"]), tuple(entry["close"]), entry["prefilled"],
+                         entry.get("shared_closer", False), tuple(entry["parsers"])) for entry in data["blocks"])
+    return data, blocks
+
+
+MARKERS, BLOCKS = _load()
+THINKING_OPENERS = tuple(opener for block in BLOCKS for opener in block.openers)
+THINKING_CLOSERS = tuple(closer for block in BLOCKS if not block.shared_closer for closer in block.closers)
+# Template variables that switch a thinking mode (Qwen3's enable_thinking, Seed-OSS's thinking_budget).
+THINKING_SWITCHES = tuple(MARKERS["switches"])
 
 _HARMONY_FINAL = re.compile(r"<\|channel\|>\s*final\s*(?:<\|constrain\|>\s*\S*\s*)?<\|message\|>(.*?)"
                             r"(?:<\|return\|>|<\|end\|>|<\|call\|>|$)", re.DOTALL)
@@ -48,24 +73,25 @@ def _split(text: str, block: Block) -> tuple[list[str], str]:
     reasoning: list[str] = []
     answer: list[str] = []
     position = 0
+    openers, closers = block.opener_re, block.closer_re
     if block.prefilled:
-        closer = text.find(block.closer)
-        opener = text.find(block.opener)
-        if closer >= 0 and (opener < 0 or closer < opener):
-            reasoning.append(text[:closer])
-            position = closer + len(block.closer)
+        closer = closers.search(text)
+        opener = openers.search(text)
+        if closer and (opener is None or closer.start() < opener.start()):
+            reasoning.append(text[:closer.start()])
+            position = closer.end()
     while True:
-        opener = text.find(block.opener, position)
-        if opener < 0:
+        opener = openers.search(text, position)
+        if opener is None:
             answer.append(text[position:])
             break
-        answer.append(text[position:opener])
-        closer = text.find(block.closer, opener + len(block.opener))
-        if closer < 0:
-            reasoning.append(text[opener + len(block.opener):])
+        answer.append(text[position:opener.start()])
+        closer = closers.search(text, opener.end())
+        if closer is None:
+            reasoning.append(text[opener.end():])
             break
-        reasoning.append(text[opener + len(block.opener):closer])
-        position = closer + len(block.closer)
+        reasoning.append(text[opener.end():closer.start()])
+        position = closer.end()
     return reasoning, "".join(answer)
 
 
@@ -74,7 +100,8 @@ def split_reasoning(text: str) -> tuple[str, str]:
     reasoning: list[str] = []
     rest = text or ""
     for block in BLOCKS:
-        if block.opener in rest or (block.prefilled and block.closer in rest):
+        if any(opener in rest for opener in block.openers) or (
+                block.prefilled and any(closer in rest for closer in block.closers)):
             found, rest = _split(rest, block)
             reasoning += found
     return "\n".join(part.strip() for part in reasoning if part.strip()), rest

@@ -1,23 +1,36 @@
-"""Call readers by family: one table, filled once from the reader modules, chosen from the chat template's
-own markers, or from the text's, or by name (``--tool-parser``).
+"""Call readers by family: one table, filled once, chosen from the chat template's own markers, or from the
+text's, or by name (``--tool-parser``).
 
-A reader is one small module holding ``READERS``: :class:`Reader` entries whose names are vLLM's
-``--tool-call-parser`` names where vLLM reads the family. Order matters where markers overlap
-(GLM-4.5 and Qwen3-Coder write ``<tool_call>`` too, around their own syntax): :data:`MODULES` lists
-the more specific families first, and the first reader whose markers match is the one chosen.
+Most families are data: one spec file per family in ``specs/`` (``specs/README.md`` gives the format), a
+transformers response template run by transformers' own engine (:mod:`~apibank.generate.toolcalls.engine`).
+A family the engine cannot read is one small Python module holding ``READERS`` (:data:`MODULES`), its
+reason at its top. Names are vLLM's ``--tool-call-parser`` names where vLLM reads the family; aliases are
+other vLLM names read the same way; hyphens and underscores are alike in every name.
+
+Order matters where markers overlap (GLM-4.5 and Qwen3-Coder write ``<tool_call>`` too, around their own
+syntax): each family has a ``priority``, the higher ones tried first (ties in name order), and the first
+whose markers match is the one chosen.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
+from importlib import resources
 from typing import Any, Callable, Mapping
 
-from apibank.generate.backends.registry import Registry, UnknownName
+from apibank.generate.backends.registry import Registry, UnknownName, unknown_message
+from apibank.generate.toolcalls.engine import compile_template, template_calls
 from apibank.generate.toolcalls.generic import ToolCall
 
 Schemas = Mapping[str, Mapping[str, Any]]  # tool name -> its JSON-schema ``parameters``
+
+SPEC_KEYS = {"name": str, "aliases": list, "summary": str, "template_markers": list, "text_markers": list,
+             "response_template": dict}
+OPTIONAL_SPEC_KEYS = {"priority": int, "call_fields": list, "notes": str}
 
 
 @dataclass(frozen=True)
@@ -29,13 +42,17 @@ class Reader:
     recognises the family without a template (empty: the family has no marker of its own and is read
     only when chosen). ``read(text, schemas)`` returns the calls in ``text`` (reasoning already removed);
     ``schemas`` (tool name -> parameters), when known, types the values of families that write values
-    as bare text (XML-style parameters)."""
+    as bare text (XML-style parameters). ``response_template``: the spec the family is read with (None: a
+    Python reader)."""
 
     name: str
     read: Callable[[str, "Schemas | None"], list[ToolCall]]
     template_markers: tuple[tuple[str, ...], ...]
     text_markers: tuple[re.Pattern[str], ...] = ()
     summary: str = ""  # the call syntax, in one line
+    priority: int = 0
+    aliases: tuple[str, ...] = ()
+    response_template: Mapping[str, Any] | None = field(default=None, compare=False)
 
     def recognises(self, text: str) -> bool:
         return any(marker.search(text) for marker in self.text_markers)
@@ -44,31 +61,112 @@ class Reader:
         return any(all(marker in template for marker in group) for group in self.template_markers)
 
 
-# The more specific families first (see the module docstring).
-MODULES = (
-    "openai", "deepseek_v3", "deepseek_v31", "kimi_k2", "gemma4", "glm45", "qwen3_coder", "mistral",
-    "granite", "phi4_mini_json", "internlm", "functionary_v32", "hermes", "pythonic", "llama3_json", "xlam",
-    "functions_prefix", "json_anywhere",
-)
+# The families read in Python (each module says why at its top).
+MODULES = ("pythonic", "llama3_json", "xlam", "phi4_mini_json", "functions_prefix", "json_anywhere", "olmo3", "apertus")
 
 
-def _load() -> Registry[Reader]:
-    registry: Registry[Reader] = Registry("tool parser")
+def _checked(spec: Any, source: str) -> dict[str, Any]:
+    if not isinstance(spec, dict):
+        raise ValueError(f"{source}: a spec is a JSON object, not {type(spec).__name__}")
+    missing = sorted(set(SPEC_KEYS) - set(spec))
+    unknown = sorted(set(spec) - set(SPEC_KEYS) - set(OPTIONAL_SPEC_KEYS))
+    if missing or unknown:
+        raise ValueError(f"{source}: keys missing {missing}, unknown {unknown} (see specs/README.md)")
+    for key, kind in {**SPEC_KEYS, **OPTIONAL_SPEC_KEYS}.items():
+        if key in spec and (not isinstance(spec[key], kind) or (kind is int and isinstance(spec[key], bool))):
+            raise ValueError(f"{source}: {key!r} must be a {kind.__name__}")
+    if not spec["name"] or not all(isinstance(alias, str) and alias for alias in spec["aliases"]):
+        raise ValueError(f"{source}: the name and each alias must be non-empty strings")
+    groups = spec["template_markers"]
+    if not all(isinstance(group, list) and group and all(isinstance(m, str) and m for m in group) for group in groups):
+        raise ValueError(f"{source}: 'template_markers' is a list of non-empty lists of strings")
+    if not all(isinstance(field_name, str) for field_name in spec.get("call_fields", ())):
+        raise ValueError(f"{source}: 'call_fields' is a list of field names")
+    return spec
+
+
+def reader_of_spec(spec: Any, source: str = "spec") -> Reader:
+    """The reader a spec file describes (see specs/README.md); ValueError naming ``source`` if it is wrong."""
+    spec = _checked(spec, source)
+    try:
+        text_markers = tuple(re.compile(pattern) for pattern in spec["text_markers"])
+    except (re.error, TypeError) as error:
+        raise ValueError(f"{source}: a text marker is no regular expression ({error})") from None
+    compiled = compile_template(spec["response_template"], source)
+    call_fields = tuple(spec.get("call_fields", ("tool_calls",)))
+    return Reader(spec["name"], partial(_read_spec, template=compiled, call_fields=call_fields),
+                  tuple(tuple(group) for group in spec["template_markers"]), text_markers, spec["summary"],
+                  spec.get("priority", 0), tuple(spec["aliases"]), spec["response_template"])
+
+
+def _read_spec(text: str, schemas: Schemas | None = None, *, template: Any, call_fields: tuple[str, ...]
+               ) -> list[ToolCall]:
+    return template_calls(text, template, schemas, call_fields)
+
+
+def spec_readers() -> list[Reader]:
+    """A reader per file of ``specs/`` (file name order)."""
+    folder = resources.files("apibank.generate.toolcalls") / "specs"
+    readers = []
+    for entry in sorted(folder.iterdir(), key=lambda item: item.name):
+        if entry.name.endswith(".json"):
+            source = f"apibank/generate/toolcalls/specs/{entry.name}"
+            try:
+                spec = json.loads(entry.read_text(encoding="utf-8"))
+            except ValueError as error:
+                raise ValueError(f"{source}: not JSON ({error})") from None
+            readers.append(reader_of_spec(spec, source))
+    return readers
+
+
+def _key(name: str) -> str:
+    return name.strip().lower().replace("-", "_")
+
+
+class Readers(Registry[Reader]):
+    """The families by name, in the order they are tried (priority, then name); a family's aliases and
+    spellings with hyphens for underscores find it too."""
+
+    def __init__(self, readers: list[Reader]) -> None:
+        super().__init__("tool parser")
+        self._lookup: dict[str, Reader] = {}
+        for reader in sorted(readers, key=lambda reader: (-reader.priority, reader.name)):
+            self.register(reader.name, reader)
+            for name in (reader.name, *reader.aliases):
+                if _key(name) in self._lookup:
+                    raise ValueError(f"tool parser {name!r} is registered twice "
+                                     f"({self._lookup[_key(name)].name} and {reader.name})")
+                self._lookup[_key(name)] = reader
+
+    def all_names(self) -> tuple[str, ...]:
+        """Every family's name and its aliases."""
+        return tuple(name for family in self.names() for name in (family, *self.get(family).aliases))
+
+    def get(self, name: str, *, scripted: bool | None = None) -> Reader:
+        reader = self._lookup.get(_key(name)) if isinstance(name, str) else None
+        if reader is None:
+            raise UnknownName(unknown_message(self.kind, name, self.all_names()))
+        return reader
+
+
+def _load() -> Readers:
+    readers = spec_readers()
     for module in MODULES:
-        for reader in importlib.import_module(f"apibank.generate.toolcalls.{module}").READERS:
-            registry.register(reader.name, reader)
-    return registry
+        readers += importlib.import_module(f"apibank.generate.toolcalls.{module}").READERS
+    return Readers(readers)
 
 
-READERS: Registry[Reader] = _load()
+READERS: Readers = _load()
 
 
 def reader_names() -> tuple[str, ...]:
-    return READERS.names()
+    """Every name ``--tool-parser`` takes: each family's, then its aliases (hyphens and underscores alike)."""
+    return READERS.all_names()
 
 
 def get_reader(name: str) -> Reader:
-    """The reader registered as ``name``; :class:`UnknownName` (naming the closest ones) otherwise."""
+    """The reader registered as ``name`` or one of its aliases; :class:`UnknownName` (naming the closest
+    ones) otherwise."""
     return READERS.get(name)
 
 
@@ -92,5 +190,5 @@ def reader_for_text(text: str) -> Reader | None:
     return None
 
 
-__all__ = ["READERS", "Reader", "Schemas", "UnknownName", "get_reader", "reader_for_template", "reader_for_text",
-           "reader_names"]
+__all__ = ["MODULES", "READERS", "Reader", "Readers", "Schemas", "UnknownName", "get_reader", "reader_for_template",
+           "reader_for_text", "reader_names", "reader_of_spec", "spec_readers"]

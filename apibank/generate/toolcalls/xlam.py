@@ -1,4 +1,7 @@
-"""xLAM-2 and other JSON-list models: ``[{"name": ..., "arguments": {...}}, ...]``, bare or in a fenced
+"""Kept in Python: a bare JSON list with no marker around it, which a response template's regions (between
+markers) cannot find.
+
+xLAM-2 and other JSON-list models: ``[{"name": ..., "arguments": {...}}, ...]``, bare or in a fenced
 ``json`` block."""
 
 from __future__ import annotations
@@ -13,6 +16,6 @@ def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
     return calls_in_values(json_values(text))
 
 
-READERS = (Reader("xlam", read, template_markers=(('"name": "tool_call_name"',),),
+READERS = (Reader("xlam", read, priority=15, template_markers=(('"name": "tool_call_name"',),),
                   text_markers=(re.compile(r'\A\s*(?:```(?:json)?\s*)?\[\s*\{\s*"name"\s*:'),),
                   summary='[{"name": ..., "arguments": {...}}]'),)

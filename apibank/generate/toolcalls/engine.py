@@ -1,0 +1,156 @@
+"""Response templates run by transformers' own engine (``transformers.utils.chat_parsing``), within our bounds.
+
+A response template is transformers' declarative reading of a model's output (``{"version": 1,
+"start_anchor": ..., "fields": {...}}``: regions opened and closed by markers, each read by a content
+parser: ``json``, ``xml-inline``, ``kv-lines``, ``python-call-list``, values typed by the tools' JSON
+schemas). The same spec is what a model ships in its ``tokenizer_config.json`` and what vLLM runs.
+
+Model output is untrusted, and the engine knows no bounds of its own, so every reading here keeps the
+package's: the engine sees the first :data:`~apibank.generate.toolcalls.generic.MAX_TEXT_CHARS`
+characters only (its delimiters are literals or linear patterns: measured in the CHANGELOG); a call whose
+arguments nest deeper than :data:`~apibank.generate.toolcalls.generic.MAX_DEPTH` or write out longer than
+:data:`~apibank.notation.MAX_CALL_CHARS` is no call, and at most
+:data:`~apibank.generate.toolcalls.generic.MAX_CALLS` calls are read; the engine's errors (a region that is no JSON, JSON
+nested past Python's recursion limit) read as no call, never as an exception.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from apibank.generate.toolcalls.generic import MAX_CALLS, MAX_DEPTH, MAX_TEXT_CHARS, ToolCall, as_call
+from apibank.notation import MAX_CALL_CHARS
+
+Schemas = Mapping[str, Mapping[str, Any]]  # tool name -> its JSON-schema ``parameters``
+# The engine is fed the text in pieces of this size, as a stream: it matches delimiters in the `regex` module's
+# partial mode, which on a whole 64 KB text takes seconds for some patterns (measured in the CHANGELOG), and
+# per piece only what is still pending is searched again.
+FEED_CHARS = 256
+
+
+def compile_template(template: Any, source: str = "response template") -> Any:
+    """transformers' compiled form of a response template (a dict), checked by transformers' own loader;
+    ValueError naming ``source`` and what is wrong otherwise."""
+    from transformers.utils.chat_parsing.response_templates import load_response_template
+
+    try:
+        return load_response_template(template)
+    except (ValueError, TypeError, KeyError) as error:
+        raise ValueError(f"{source}: not a transformers response template ({error})") from None
+
+
+def template_from_file(path: str | Path) -> dict[str, Any]:
+    """The response template in a JSON file: a bare transformers response template, or a spec file of this
+    package (its ``response_template``); ValueError with one line naming the file otherwise."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as error:
+        raise ValueError(f"--response-template {path}: cannot read it ({error.__class__.__name__}: {error})") from None
+    except ValueError as error:
+        raise ValueError(f"--response-template {path}: not JSON ({error})") from None
+    if isinstance(data, dict) and isinstance(data.get("response_template"), dict):
+        data = data["response_template"]
+    compile_template(data, f"--response-template {path}")
+    return data
+
+
+def as_template(value: Mapping[str, Any] | str | Path) -> dict[str, Any]:
+    """A response template given as a dict or as the path of a JSON file (see :func:`template_from_file`)."""
+    if isinstance(value, (str, Path)):
+        return template_from_file(value)
+    if not isinstance(value, Mapping):
+        raise ValueError(f"response_template: a dict or the path of a JSON file, not {type(value).__name__}")
+    data = dict(value)
+    if isinstance(data.get("response_template"), dict):
+        data = data["response_template"]
+    compile_template(data)
+    return data
+
+
+def _tools(schemas: Schemas | None) -> list[dict[str, Any]] | None:
+    if not schemas:
+        return None
+    return [{"type": "function", "function": {"name": name, "parameters": dict(parameters or {})}}
+            for name, parameters in schemas.items()]
+
+
+def _depth(value: Any, limit: int = MAX_DEPTH) -> int:
+    """How deep lists and dicts nest in ``value``, counted no further than ``limit + 1``."""
+    stack, deepest = [(value, 0)], 0
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (list, dict)):
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > limit:
+                return deepest
+            stack.extend((child, depth) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def _entries(value: Any) -> Iterable[Any]:
+    """The call entries of one output field: a call, or a list of calls (nested once by ``repeats``)."""
+    for item in value if isinstance(value, list) else [value]:
+        yield from (item if isinstance(item, list) else [item])
+
+
+def _bounded(call: ToolCall) -> bool:
+    _, arguments = call
+    if isinstance(arguments, str):  # UnreadableArguments: kept as the call it is
+        return True
+    if _depth(arguments) > MAX_DEPTH:
+        return False
+    try:
+        return len(json.dumps(arguments, ensure_ascii=False, default=str)) <= MAX_CALL_CHARS
+    except (ValueError, RecursionError):
+        return False
+
+
+def message_of(text: str, template: Any, schemas: Schemas | None = None,
+               call_fields: tuple[str, ...] = ("tool_calls",)) -> dict[str, Any] | None:
+    """The message transformers' engine reads from ``text`` (the first MAX_TEXT_CHARS characters) with a
+    compiled response template, the values typed by ``schemas``; None where the engine refuses the text.
+    The text is read no further than the piece in which the MAX_CALLS-th region of ``call_fields`` closes
+    (each region costs the engine a fixed time: 11,000 tiny ones took it 2 s)."""
+    from transformers.utils.chat_parsing import ResponseParser
+
+    text = (text or "")[:MAX_TEXT_CHARS]
+    try:
+        parser = ResponseParser(template, prefix="", tools=_tools(schemas))
+        regions = 0
+        for start in range(0, len(text), FEED_CHARS):
+            events = parser.feed(text[start:start + FEED_CHARS])
+            regions += sum(event["type"] == "region_close" and event["field"] in call_fields for event in events)
+            if regions >= MAX_CALLS:
+                break
+        message, _ = parser.finalize()
+    except (ValueError, TypeError, KeyError, RecursionError):
+        return None
+    return message if isinstance(message, dict) else None
+
+
+def template_calls(text: str, template: Any, schemas: Schemas | None = None,
+                   call_fields: tuple[str, ...] = ("tool_calls",), *, strict: bool = True) -> list[ToolCall]:
+    """The calls a response template reads from ``text``, as ``(name, arguments)``.
+
+    ``call_fields``: the fields of the message holding calls (each a call or a list of calls, in the
+    OpenAI shape or ``{"name", "arguments"}``). ``strict`` (the package's own spec files): a call whose
+    arguments are not an object, such as a region the engine kept as text because it was no JSON, is no
+    call; otherwise (a model's or a user's template) arguments written as text are JSON text to decode,
+    kept as :class:`~apibank.notation.UnreadableArguments` where they are none."""
+    message = message_of(text, template, schemas, call_fields)
+    if message is None:
+        return []
+    calls: list[ToolCall] = []
+    for field in call_fields:
+        for entry in _entries(message.get(field)):
+            function = entry.get("function", entry) if isinstance(entry, Mapping) else None
+            if strict and not (isinstance(function, Mapping) and isinstance(
+                    function.get("arguments", function.get("parameters", {})), Mapping)):
+                continue
+            call = as_call(entry)
+            if call is not None and _bounded(call):
+                calls.append(call)
+    return calls[:MAX_CALLS]
