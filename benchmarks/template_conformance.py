@@ -69,7 +69,8 @@ def reasoning_markers(template: str) -> list[str]:
     no sign: Phi's end of turn is harmony's ``<|end|>``)."""
     from apibank.generate.toolcalls.reasoning import BLOCKS
 
-    return [f"{block.opener}...{block.closer}" for block in BLOCKS if block.opener in template]
+    return [f"{opener}...{block.closers[0]}" for block in BLOCKS for opener in block.openers[:1]
+            if any(marker in template for marker in block.openers)]
 
 
 def calls_read(template: str, entry: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -205,6 +206,10 @@ def markdown_table(records: list[dict[str, Any]], parity: dict[str, Any] | None 
     ]
     for record in records:
         tools, chat = record["tools"], record["chat"]
+        if tools is None:  # listed in the manifest, its file not at hand when the records were written
+            lines.append(f"| {record.get('family', '')} (not shipped) | | | {source_of(record)} | not rendered "
+                         "(the template is not shipped) | | | | | |")
+            continue
         verified = "; ".join(f"`{fmt}` {record[fmt]['rendered']}/{record[fmt]['rows']}"
                              + (f", {record[fmt]['refused']} refused ({refusal_reason(record[fmt])})"
                                 if record[fmt]["refused"] else "")
@@ -281,9 +286,11 @@ def main(argv: list[str] | None = None) -> int:
     records = []
     for entry in entries:
         path = Path(entry["file"])
-        if not path.exists() and entry.get("family") in earlier:  # a template not shipped: its earlier record
-            print(f"{entry.get('family')}: {path} absent, its record kept from {args.json}", file=sys.stderr)
-            records.append(earlier[entry["family"]])
+        if not path.exists():  # a template not shipped: its earlier record, else its provenance alone
+            print(f"{entry.get('family')}: {path} absent, its earlier record kept", file=sys.stderr)
+            records.append(earlier.get(entry.get("family")) or {
+                **{key: value for key, value in entry.items() if key not in ("file", "behaviour")},
+                "template": Path(entry["file"]).name, "tools": None, "chat": None, "parser": None})
             continue
         record = conformance(tokenizer, path, rows)
         record.update({key: value for key, value in entry.items() if key not in ("file", "behaviour")})
