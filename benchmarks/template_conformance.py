@@ -76,7 +76,8 @@ def reasoning_markers(template: str) -> list[str]:
 def calls_read(template: str, entry: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The gold calls of the API rows written as a model of this template writes them (through the template
     where it renders assistant calls, else in the documented format of the family its markers choose), read
-    back with ``read_calls`` as ``evaluate`` reads them (the template given, the row's tools offered):
+    back with ``read_calls`` as ``evaluate`` reads them (the template given, the row's tools offered), exact
+    where they come back as written or with their values typed by the tools' schemas:
     ``{"exact": n, "rows": n, "written": "template" | "documented format"}``; None where no family is chosen."""
     sys.path.insert(0, str(HERE.parent / "tests"))  # the tests' native-format writers
     from support.native_calls import WRITERS
@@ -101,11 +102,17 @@ def calls_read(template: str, entry: dict[str, Any], rows: list[dict[str, Any]])
         def write(call: tuple[str, dict[str, Any]]) -> str:
             return WRITERS[reader.name]([call])
         written = "documented format"
+    from apibank.generate.toolcalls.olmo3 import typed
+
     exact = 0
     for row in api_rows:
         name, arguments = parse_request(row["expected_output"])[:2]
-        read = read_calls(write((name, arguments)), template, tools=build_conversation(row, "tools").tools)
-        exact += read == [{"name": name, "arguments": arguments}]
+        tools = build_conversation(row, "tools").tools
+        read = read_calls(write((name, arguments)), template, tools=tools)
+        # the gold as written, or with its values typed by the tools' schemas (as the package types them)
+        schemas = {tool["function"]["name"]: tool["function"]["parameters"] for tool in tools}
+        exact += read in ([{"name": name, "arguments": arguments}],
+                          [{"name": name, "arguments": typed(name, dict(arguments), schemas)}])
     return {"exact": exact, "rows": len(api_rows), "written": written}
 
 
@@ -229,8 +236,9 @@ def disagreements_table(parity: dict[str, Any]) -> str:
     lines = ["| vLLM parser | Case | Texts | Example text | Package reads | vLLM reads | Wrong | Why |",
              "|---|---|---|---|---|---|---|---|"]
 
-    def cell(value: Any) -> str:
+    def cell(value: Any, limit: int = 240) -> str:
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        text = text if len(text) <= limit else text[:limit] + "..."
         return "`" + text.replace("|", "\\|").replace("\n", "\\n").replace("`", "'") + "`"
 
     for group in parity["disagreements"]:
