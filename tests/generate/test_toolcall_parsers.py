@@ -164,7 +164,8 @@ def test_response_template_is_used_where_the_tokenizer_has_one(api_rows):
     assert record["prediction"] == call_text(name, {"token": "abc"})
     assert record["tool_call"] == {"name": name, "arguments": {"token": "abc"}}
     assert record["raw_output"] == raw  # the raw output is kept as generated
-    assert backend.template_info()["tool_parser"] == {"name": "hermes", "chosen_by": "template"}
+    assert backend.template_info()["tool_parser"] == {"name": "hermes", "chosen_by": "template",
+                                                      "response_template": "the model's own"}
     plain = _Scripted(train_tokenizer(["some text"], 280), [raw])  # no response template: no call found
     assert plain._parse_tool_calls(raw, "", build_conversation(api_rows[0], "tools")) == []
 

@@ -123,7 +123,7 @@ WRITERS.update({
         f"<start_function_call>call:{n}{{" + ",".join(f"{k}:<escape>{_bare(v)}<escape>" for k, v in a.items())
         + "}<end_function_call>" for n, a in calls),
     "gigachat3": lambda calls: "<|function_call|>" + _object(*calls[0]),
-    "granite-20b-fc": lambda calls: " ".join(f"<function_call> {_object(n, a)}" for n, a in calls),
+    "granite_20b_fc": lambda calls: " ".join(f"<function_call> {_object(n, a)}" for n, a in calls),
     "hy_v3": lambda calls: "<tool_calls>" + "".join(f"<tool_call>{n}<tool_sep>" + "".join(
         f"<arg_key>{k}</arg_key><arg_value>{_bare(v)}</arg_value>" for k, v in a.items()) + "</tool_call>"
         for n, a in calls) + "</tool_calls>",

@@ -9,12 +9,12 @@ from apibank.errors import require_extra
 from apibank.generate.backends.base import Backend, Completion, tokenizer_token_counts
 from apibank.generate.backends.choice import require_torchvision
 from apibank.generate.backends.model_checks import check_hf_model, read_chat_template
-from apibank.generate.backends.options import (CHAT_TEMPLATE, CHAT_TEMPLATE_KWARGS, DTYPE, REVISION, TOOL_PARSER,
-                                                TRUST_REMOTE_CODE, Option)
+from apibank.generate.backends.options import (CHAT_TEMPLATE, CHAT_TEMPLATE_KWARGS, DTYPE, RESPONSE_TEMPLATE,
+                                                REVISION, TOOL_PARSER, TRUST_REMOTE_CODE, Option)
 from apibank.generate.conversation import Conversation
 from apibank.generate.stops import StopWatch
 from apibank.generate.templates import TemplateAdapter, TemplateRefusal
-from apibank.generate.toolcalls import ParserChoice, ToolCall, calls_from_message
+from apibank.generate.toolcalls import ParserChoice, ToolCall
 
 
 # ------------------------------------------------------------------------------ HF tokenizer use
@@ -33,14 +33,19 @@ class _HFRendering:
     chat_template: str  # "auto", "on", "off" or a template file
     chat_template_kwargs: dict[str, Any] | None = None  # passed to the template (enable_thinking, ...)
     tool_parser: str | None = None  # a reader's name (--tool-parser); None: chosen from the template
+    response_template: str | None = None  # a response template file (--response-template)
 
     def parser_choice(self) -> ParserChoice:
-        """The call reader: named, else the one the chat template's markers select, else per output."""
+        """The call reader: a response template or reader given, else the model's own response template and
+        the reader the chat template's markers select, else per output (:class:`ParserChoice`)."""
         choice = getattr(self, "_parser_choice", None)
         if choice is None:
             self._adapter()  # installs a --chat-template file first
             template = getattr(self.tokenizer, "chat_template", None)
-            choice = ParserChoice.make(self.tool_parser, template if isinstance(template, str) else None)
+            own = getattr(self.tokenizer, "response_template", None)
+            choice = ParserChoice.make(self.tool_parser, template if isinstance(template, str) else None,
+                                       response_template=self.response_template,
+                                       model_template=own if isinstance(own, dict) else None)
             self._parser_choice = choice
         return choice
 
@@ -132,16 +137,7 @@ class _HFRendering:
     def _parse_tool_calls(self, raw: str, prompt: str, conversation: Conversation) -> list[ToolCall] | None:
         if conversation.format != "tools":
             return None
-        if getattr(self.tokenizer, "response_template", None) is not None:
-            try:
-                message = self.tokenizer.parse_response(raw, prefix=prompt, tools=conversation.tools)
-            except Exception:  # a template-specific parser failing on odd output: fall back to the text parsers
-                message = None
-            if isinstance(message, dict):
-                calls = calls_from_message(message.get("tool_calls"))
-                if calls:
-                    return calls
-        return self.parser_choice().read(raw, conversation.tools)
+        return self.parser_choice().read(raw, conversation.tools, prompt=prompt)
 
 
 class TokenizerRendering(_HFRendering):
@@ -218,7 +214,7 @@ class TransformersBackend(_HFRendering, Backend):
         REVISION, DTYPE,
         Option("device", "device, e.g. cpu, cuda:1 (default: cuda if available)"),
         Option("device_map", "e.g. 'auto' to spread a model over GPUs"),
-        TRUST_REMOTE_CODE, CHAT_TEMPLATE, CHAT_TEMPLATE_KWARGS, TOOL_PARSER,
+        TRUST_REMOTE_CODE, CHAT_TEMPLATE, CHAT_TEMPLATE_KWARGS, TOOL_PARSER, RESPONSE_TEMPLATE,
         Option("compile", "on a CUDA GPU: static KV cache and CUDA graphs (torch.compile), greedy only; "
                "compile time is reported apart in usage", kind="switch", default=False),
         Option("threads", "on a CPU: a fixed torch thread count (default: set before each batch to the cores "
@@ -248,6 +244,7 @@ class TransformersBackend(_HFRendering, Backend):
         trust_remote_code: bool = False,
         chat_template: str = "auto",
         tool_parser: str | None = None,
+        response_template: str | None = None,
         chat_template_kwargs: dict[str, Any] | None = None,
         model_kwargs: dict[str, Any] | None = None,
         threads: int | None = None,
@@ -269,6 +266,7 @@ class TransformersBackend(_HFRendering, Backend):
         self.revision = revision
         self.chat_template = chat_template
         self.tool_parser = tool_parser
+        self.response_template = response_template
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
         kwargs = dict(model_kwargs or {})
         kwargs["dtype"] = _torch_dtype(dtype)

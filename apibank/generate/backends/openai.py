@@ -14,7 +14,8 @@ from typing import Any, Callable, Iterator, Sequence
 from apibank.errors import UsageError
 from apibank.generate.backends.base import Backend, Completion, DecodingSettings
 from apibank.generate.backends.http import EndpointError, HttpClient
-from apibank.generate.backends.options import CHAT_TEMPLATE_KWARGS, TOOL_PARSER, Option, positive_seconds
+from apibank.generate.backends.options import (CHAT_TEMPLATE_KWARGS, RESPONSE_TEMPLATE, TOOL_PARSER, Option,
+                                                positive_seconds)
 from apibank.generate.conversation import Conversation
 from apibank.generate.interrupts import HeldInterrupt
 from apibank.generate.templates import ESCALATION, ORDER, Adaptation, adapt, shape_of, tool_result_text
@@ -65,6 +66,7 @@ class OpenAIBackend(Backend):
                "rejects tool messages that answer no tool call)", kind="switch", default=False),
         CHAT_TEMPLATE_KWARGS,
         TOOL_PARSER,
+        RESPONSE_TEMPLATE,
     )
 
     @classmethod
@@ -90,6 +92,7 @@ class OpenAIBackend(Backend):
         extra_body: dict[str, Any] | None = None,
         tool_results_as_user: bool = False,
         tool_parser: str | None = None,
+        response_template: str | None = None,
         chat_template_kwargs: dict[str, Any] | None = None,
         log: Callable[[str], None] | None = None,
     ) -> None:
@@ -98,8 +101,8 @@ class OpenAIBackend(Backend):
         # TGI and llama-cpp-python accept them, the hosted OpenAI API does not: send them as user turns.
         self.tool_results_as_user = tool_results_as_user
         # Calls the server did not parse into tool_calls, read from the text: the server's template is
-        # unknown here, so the family comes from --tool-parser or each text's own markers.
-        self.parser_choice = ParserChoice.make(tool_parser, None)
+        # unknown here, so the family comes from --response-template, --tool-parser or each text's own markers.
+        self.parser_choice = ParserChoice.make(tool_parser, None, response_template=response_template)
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key if api_key is not None else os.environ.get(api_key_env)
         self._stop = threading.Event()

@@ -136,6 +136,25 @@ TOOL_PARSER = Option(
 )
 
 
+def _response_template_problem(path: str) -> str | None:
+    from apibank.generate.toolcalls.engine import template_from_file
+
+    try:
+        template_from_file(path)
+    except ValueError as error:
+        return str(error).removeprefix(f"response template {path}: ") + "; give a transformers response template (JSON)"
+    return None
+
+
+RESPONSE_TEMPLATE = Option(
+    "response_template",
+    "a transformers response template (JSON: the model's own from another copy, or a spec file of "
+    "apibank/generate/toolcalls/specs) that reads the model's calls, before the model's own template and "
+    "the readers chosen from the chat template; recorded in results.json with the tool parser",
+    check=_response_template_problem, metavar="FILE",
+)
+
+
 def declared_options(backend_classes: Iterable[tuple[str, type]]) -> dict[str, tuple[Option, list[str]]]:
     """``{flag: (option, [backend names])}`` over the given backends, one entry per flag. Two backends
     that declare the same flag must declare the same option (share the declaration above)."""

@@ -23,8 +23,8 @@ from apibank.generate.backends.base import Backend, Completion, DecodingSettings
 from apibank.generate.backends.choice import import_problem, vllm_import_error
 from apibank.generate.backends.hf import _HFRendering, template_sha256
 from apibank.generate.backends.loading import available_memory
-from apibank.generate.backends.options import (CHAT_TEMPLATE, CHAT_TEMPLATE_KWARGS, DTYPE, REVISION, TOOL_PARSER,
-                                                TRUST_REMOTE_CODE, Option, parse_pair)
+from apibank.generate.backends.options import (CHAT_TEMPLATE, CHAT_TEMPLATE_KWARGS, DTYPE, RESPONSE_TEMPLATE, REVISION,
+                                                TOOL_PARSER, TRUST_REMOTE_CODE, Option, parse_pair)
 from apibank.generate.stops import StopWatch
 
 # Engine arguments that the backend sets from its own options: given as --engine-arg they would
@@ -291,7 +291,7 @@ class VLLMBackend(_HFRendering, Backend):
 
     name = "vllm"
     options = (
-        REVISION, DTYPE, TRUST_REMOTE_CODE, CHAT_TEMPLATE, CHAT_TEMPLATE_KWARGS, TOOL_PARSER,
+        REVISION, DTYPE, TRUST_REMOTE_CODE, CHAT_TEMPLATE, CHAT_TEMPLATE_KWARGS, TOOL_PARSER, RESPONSE_TEMPLATE,
         Option("engine_args", "any engine argument of vLLM, e.g. --engine-arg tensor_parallel_size=2 "
                "--engine-arg max_model_len=4096 (repeat the flag; values read as JSON where they parse)",
                type=parse_pair, kind="pairs", flag="--engine-arg", metavar="KEY=VALUE"),
@@ -319,6 +319,7 @@ class VLLMBackend(_HFRendering, Backend):
         trust_remote_code: bool = False,
         chat_template: str = "auto",
         tool_parser: str | None = None,
+        response_template: str | None = None,
         chat_template_kwargs: dict[str, Any] | None = None,
         engine_args: dict[str, Any] | None = None,
     ) -> None:
@@ -336,6 +337,7 @@ class VLLMBackend(_HFRendering, Backend):
         self.dtype = dtype
         self.chat_template = chat_template
         self.tool_parser = tool_parser
+        self.response_template = response_template
         # Prompts are rendered here (vLLM gets token ids): its chat_template_kwargs are ours.
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
         engine_args = dict(engine_args or {})

@@ -23,9 +23,11 @@ Every reader bounds its work on untrusted text (:mod:`~apibank.generate.toolcall
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from apibank.generate.toolcalls.engine import as_template, compiled, template_calls
 from apibank.generate.toolcalls.generic import ESCAPED, MAX_TEXT_CHARS, ToolCall, calls_from_message, whole_answer_calls
 from apibank.generate.toolcalls.reasoning import answer_of, split_reasoning
 from apibank.generate.toolcalls.registry import (
@@ -42,26 +44,54 @@ from apibank.generate.toolcalls.json_anywhere import calls_in_text  # after the 
 
 @dataclass(frozen=True)
 class ParserChoice:
-    """The reader a run uses (``name``; None: recognised per output from its text) and how it was chosen."""
+    """The reader a run uses and how it was chosen, in this order: a response template given
+    (``--response-template FILE``: ``chosen_by`` "response_template") or a reader named (``--tool-parser``:
+    "flag"); else the model's own response template (``model_template``, read with the prompt) and behind
+    it the family the chat template's markers select ("template"); else each output's own markers ("text",
+    ``name`` None). A response template that finds no call leaves the output to the reader behind it."""
 
     name: str | None
-    chosen_by: str  # "flag", "template" or "text"
+    chosen_by: str  # "response_template", "flag", "template" or "text"
+    response_template: Mapping[str, Any] | None = field(default=None, compare=False)  # the user's
+    template_file: str | None = None  # where the user's came from (None: given as a dict)
+    model_template: Mapping[str, Any] | None = field(default=None, compare=False)  # the tokenizer's own
 
     @classmethod
-    def make(cls, parser: str | None, chat_template: str | None) -> "ParserChoice":
-        if parser:
-            return cls(get_reader(parser).name, "flag")
+    def make(cls, parser: str | None, chat_template: str | None, *,
+             response_template: Mapping[str, Any] | str | Path | None = None,
+             model_template: Mapping[str, Any] | None = None) -> "ParserChoice":
+        """ValueError for a response template that is no JSON file or that transformers refuses, and
+        :class:`UnknownName` for an unknown parser."""
+        named = get_reader(parser).name if parser else None
+        model = as_template(model_template, "the model's response_template") if model_template else None
+        if response_template is not None:
+            template_file = str(response_template) if isinstance(response_template, (str, Path)) else None
+            return cls(named, "response_template", as_template(response_template), template_file, None)
+        if named:
+            return cls(named, "flag")
         reader = reader_for_template(chat_template)
-        return cls(reader.name, "template") if reader else cls(None, "text")
+        return cls(reader.name if reader else None, "template" if reader else "text", model_template=model)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name or "auto", "chosen_by": self.chosen_by}
+        shown: dict[str, Any] = {"name": self.name or "auto", "chosen_by": self.chosen_by}
+        if self.response_template is not None:
+            shown["response_template"] = self.template_file or "given"
+        elif self.model_template is not None:
+            shown["response_template"] = "the model's own"
+        return shown
 
-    def read(self, text: str, tools: Iterable[Mapping[str, Any]] | None = None) -> list[ToolCall]:
-        """The calls in one raw output, read as :func:`read_tool_calls` would with this choice's inputs."""
+    def read(self, text: str, tools: Iterable[Mapping[str, Any]] | None = None, *, prompt: str = ""
+             ) -> list[ToolCall]:
+        """The calls in one raw output, read as :func:`read_tool_calls` would with this choice's inputs;
+        ``prompt``: what the model was given, which the model's own response template reads first."""
+        if self.model_template is not None:
+            calls = template_calls(text, compiled(self.model_template), _schemas(tools) or None,
+                                   strict=False, prefix=prompt)
+            if calls:
+                return calls
         reader = get_reader(self.name) if self.name else None
-        return _read(text, reader if self.chosen_by == "flag" else None,
-                     reader if self.chosen_by == "template" else None, tools)
+        return _read(text, reader if self.chosen_by in ("flag", "response_template") else None,
+                     reader if self.chosen_by == "template" else None, tools, self.response_template)
 
 
 def _schemas(tools: Iterable[Mapping[str, Any]] | None) -> dict[str, Mapping[str, Any]]:
@@ -75,9 +105,14 @@ def _schemas(tools: Iterable[Mapping[str, Any]] | None) -> dict[str, Mapping[str
 
 
 def _read(text: str, named: Reader | None, from_template: Reader | None,
-          tools: Iterable[Mapping[str, Any]] | None) -> list[ToolCall]:
+          tools: Iterable[Mapping[str, Any]] | None, response_template: Mapping[str, Any] | None = None
+          ) -> list[ToolCall]:
     schemas = _schemas(tools) or None
     _, rest = split_reasoning((text or "")[:MAX_TEXT_CHARS])
+    if response_template is not None:
+        calls = template_calls(rest, compiled(response_template), schemas, strict=False)
+        if calls:
+            return calls
     # Some servers and chat UIs hand back the output HTML-escaped (&quot;, &#34;): read it unescaped too.
     for candidate in (rest, html.unescape(rest)) if ESCAPED.search(rest) else (rest,):
         readers = [named] if named else [from_template, reader_for_text(candidate)]
@@ -92,33 +127,45 @@ def _read(text: str, named: Reader | None, from_template: Reader | None,
 
 
 def read_tool_calls(text: str, *, chat_template: str | None = None, parser: str | None = None,
-                    tools: Iterable[Mapping[str, Any]] | None = None) -> list[ToolCall]:
+                    tools: Iterable[Mapping[str, Any]] | None = None,
+                    response_template: Mapping[str, Any] | str | Path | None = None) -> list[ToolCall]:
     """``(name, arguments)`` of every call in one raw model output (special tokens kept), reasoning removed.
 
     ``tools`` (OpenAI-shaped tool schemas, as offered) type the values of families that write them as
     bare text, and name the tools a bare Python-style call may call. ``parser`` names the reader
-    (:class:`UnknownName` for an unknown one)."""
+    (:class:`UnknownName` for an unknown one); ``response_template`` (a transformers response template, or
+    the path of its JSON file) is read first (ValueError for one transformers refuses)."""
+    template = as_template(response_template) if response_template is not None else None
     named = get_reader(parser) if parser else None
-    return _read(text, named, None if named else reader_for_template(chat_template), tools)
+    return _read(text, named, None if named else reader_for_template(chat_template), tools, template)
 
 
 def read_calls(text: str, chat_template: str | None = None, *, parser: str | None = None,
-               tools: Iterable[Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:
+               tools: Iterable[Mapping[str, Any]] | None = None,
+               response_template: Mapping[str, Any] | str | Path | None = None) -> list[dict[str, Any]]:
     """The tool calls in one raw model output, as ``[{"name": str, "arguments": dict}, ...]`` (``[]``: none).
 
     The output is read as the model's backend gives it, special tokens kept; reasoning (``<think>``,
     GPT-OSS's analysis channel, ...) is removed first and never read as a call. The model family's call
     syntax is chosen from ``chat_template`` (the Jinja text) when given, else recognised from the text's
     own markers; ``parser`` names a reader instead (``apibank.generate.toolcalls.reader_names()``).
-    An answer in no recognised syntax makes no call, even if it holds JSON objects with a "name" key.
+    ``response_template``: a transformers response template (a dict, or the path of a JSON file holding
+    one or a spec file of ``apibank/generate/toolcalls/specs``), read first by transformers' engine; a
+    file that is no such template raises ValueError. An answer in no recognised syntax makes no call, even
+    if it holds JSON objects with a "name" key.
 
     >>> read_calls('<think>{"name": "x"}?</think><tool_call>{"name": "GetToday", "arguments": {}}</tool_call>')
     [{'name': 'GetToday', 'arguments': {}}]
     >>> read_calls('The answer is {"name": "Alice", "arguments": {"age": 3}}.')
     []
+    >>> read_calls('<<GetToday {}>>', response_template={"version": 1, "start_anchor": "<|assistant|>", "fields": {
+    ...     "tool_calls": {"open_pattern": "<<(?P<name>\\w+) ", "close": ">>", "content": "json", "repeats": True,
+    ...                    "transform": {"name": "{name}", "arguments": "{content}"}}}})
+    [{'name': 'GetToday', 'arguments': {}}]
     """
     return [{"name": name, "arguments": arguments}
-            for name, arguments in read_tool_calls(text, chat_template=chat_template, parser=parser, tools=tools)]
+            for name, arguments in read_tool_calls(text, chat_template=chat_template, parser=parser, tools=tools,
+                                                   response_template=response_template)]
 
 
 __all__ = [

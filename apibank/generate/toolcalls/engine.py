@@ -16,6 +16,7 @@ nested past Python's recursion limit) read as no call, never as an exception.
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -30,42 +31,52 @@ Schemas = Mapping[str, Mapping[str, Any]]  # tool name -> its JSON-schema ``para
 FEED_CHARS = 256
 
 
-def compile_template(template: Any, source: str = "response template") -> Any:
+def compile_template(template: Any, source: str = "response_template") -> Any:
     """transformers' compiled form of a response template (a dict), checked by transformers' own loader;
-    ValueError naming ``source`` and what is wrong otherwise."""
+    ValueError (one line) naming ``source`` and what is wrong otherwise."""
     from transformers.utils.chat_parsing.response_templates import load_response_template
 
     try:
         return load_response_template(template)
-    except (ValueError, TypeError, KeyError) as error:
-        raise ValueError(f"{source}: not a transformers response template ({error})") from None
+    except (ValueError, TypeError, KeyError, AttributeError) as error:
+        reason = " ".join(str(error).split())
+        raise ValueError(f"{source}: not a transformers response template ({reason})") from None
+
+
+@functools.lru_cache(maxsize=16)
+def _compiled_text(text: str) -> Any:
+    return compile_template(json.loads(text))
+
+
+def compiled(template: Mapping[str, Any]) -> Any:
+    """:func:`compile_template` of a template already checked, compiled once per distinct template."""
+    return _compiled_text(json.dumps(template, sort_keys=True))
 
 
 def template_from_file(path: str | Path) -> dict[str, Any]:
     """The response template in a JSON file: a bare transformers response template, or a spec file of this
     package (its ``response_template``); ValueError with one line naming the file otherwise."""
+    source = f"response template {path}"
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as error:
-        raise ValueError(f"--response-template {path}: cannot read it ({error.__class__.__name__}: {error})") from None
+        raise ValueError(f"{source}: cannot read it ({error.__class__.__name__}: {error})") from None
     except ValueError as error:
-        raise ValueError(f"--response-template {path}: not JSON ({error})") from None
-    if isinstance(data, dict) and isinstance(data.get("response_template"), dict):
-        data = data["response_template"]
-    compile_template(data, f"--response-template {path}")
-    return data
+        raise ValueError(f"{source}: not JSON ({error})") from None
+    return as_template(data, source)
 
 
-def as_template(value: Mapping[str, Any] | str | Path) -> dict[str, Any]:
-    """A response template given as a dict or as the path of a JSON file (see :func:`template_from_file`)."""
+def as_template(value: Mapping[str, Any] | str | Path, source: str = "response_template") -> dict[str, Any]:
+    """A response template given as a dict (bare, or a spec file's) or as the path of a JSON file (see
+    :func:`template_from_file`), checked by transformers' loader."""
     if isinstance(value, (str, Path)):
         return template_from_file(value)
     if not isinstance(value, Mapping):
-        raise ValueError(f"response_template: a dict or the path of a JSON file, not {type(value).__name__}")
+        raise ValueError(f"{source}: a JSON object or the path of a JSON file, not {type(value).__name__}")
     data = dict(value)
-    if isinstance(data.get("response_template"), dict):
-        data = data["response_template"]
-    compile_template(data)
+    if isinstance(data.get("response_template"), Mapping):
+        data = dict(data["response_template"])
+    compile_template(data, source)
     return data
 
 
@@ -109,16 +120,17 @@ def _bounded(call: ToolCall) -> bool:
 
 
 def message_of(text: str, template: Any, schemas: Schemas | None = None,
-               call_fields: tuple[str, ...] = ("tool_calls",)) -> dict[str, Any] | None:
+               call_fields: tuple[str, ...] = ("tool_calls",), prefix: str = "") -> dict[str, Any] | None:
     """The message transformers' engine reads from ``text`` (the first MAX_TEXT_CHARS characters) with a
-    compiled response template, the values typed by ``schemas``; None where the engine refuses the text.
+    compiled response template, the values typed by ``schemas``, after the prompt ``prefix`` (where a template
+    writes part of the answer into it, such as an opening ``<think>``); None where the engine refuses the text.
     The text is read no further than the piece in which the MAX_CALLS-th region of ``call_fields`` closes
     (each region costs the engine a fixed time: 11,000 tiny ones took it 2 s)."""
     from transformers.utils.chat_parsing import ResponseParser
 
     text = (text or "")[:MAX_TEXT_CHARS]
     try:
-        parser = ResponseParser(template, prefix="", tools=_tools(schemas))
+        parser = ResponseParser(template, prefix=(prefix or "")[-MAX_TEXT_CHARS:], tools=_tools(schemas))
         regions = 0
         for start in range(0, len(text), FEED_CHARS):
             events = parser.feed(text[start:start + FEED_CHARS])
@@ -132,7 +144,8 @@ def message_of(text: str, template: Any, schemas: Schemas | None = None,
 
 
 def template_calls(text: str, template: Any, schemas: Schemas | None = None,
-                   call_fields: tuple[str, ...] = ("tool_calls",), *, strict: bool = True) -> list[ToolCall]:
+                   call_fields: tuple[str, ...] = ("tool_calls",), *, strict: bool = True, prefix: str = ""
+                   ) -> list[ToolCall]:
     """The calls a response template reads from ``text``, as ``(name, arguments)``.
 
     ``call_fields``: the fields of the message holding calls (each a call or a list of calls, in the
@@ -140,7 +153,7 @@ def template_calls(text: str, template: Any, schemas: Schemas | None = None,
     arguments are not an object, such as a region the engine kept as text because it was no JSON, is no
     call; otherwise (a model's or a user's template) arguments written as text are JSON text to decode,
     kept as :class:`~apibank.notation.UnreadableArguments` where they are none."""
-    message = message_of(text, template, schemas, call_fields)
+    message = message_of(text, template, schemas, call_fields, prefix)
     if message is None:
         return []
     calls: list[ToolCall] = []

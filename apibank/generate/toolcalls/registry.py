@@ -94,14 +94,18 @@ def reader_of_spec(spec: Any, source: str = "spec") -> Reader:
         raise ValueError(f"{source}: a text marker is no regular expression ({error})") from None
     compiled = compile_template(spec["response_template"], source)
     call_fields = tuple(spec.get("call_fields", ("tool_calls",)))
-    return Reader(spec["name"], partial(_read_spec, template=compiled, call_fields=call_fields),
+    # Values are typed by the tools' schemas where the format writes them as bare text (xml-inline, ...);
+    # JSON keeps the types the model wrote, "2" included, as vLLM's readers of these formats do.
+    typed = any(field.content not in ("json", "python-call-list")
+                for name, field in compiled.fields.items() if name in call_fields)
+    return Reader(spec["name"], partial(_read_spec, template=compiled, call_fields=call_fields, typed=typed),
                   tuple(tuple(group) for group in spec["template_markers"]), text_markers, spec["summary"],
                   spec.get("priority", 0), tuple(spec["aliases"]), spec["response_template"])
 
 
-def _read_spec(text: str, schemas: Schemas | None = None, *, template: Any, call_fields: tuple[str, ...]
-               ) -> list[ToolCall]:
-    return template_calls(text, template, schemas, call_fields)
+def _read_spec(text: str, schemas: Schemas | None = None, *, template: Any, call_fields: tuple[str, ...],
+               typed: bool) -> list[ToolCall]:
+    return template_calls(text, template, schemas if typed else None, call_fields)
 
 
 def spec_readers() -> list[Reader]:
