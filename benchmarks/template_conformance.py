@@ -186,12 +186,16 @@ def parser_cell(record: dict[str, Any]) -> str:
 def parity_cell(record: dict[str, Any], parity: dict[str, Any] | None) -> str:
     """How vLLM's own parser of the template's family reads the same texts (``benchmarks/vllm-parity.json``):
     texts read alike over the family, and this template's rows that differ, with the reasons."""
-    family = (parity or {}).get("families", {}).get(record.get("parser") or "")
+    names = {name.replace("-", "_"): name for name in (parity or {}).get("families", {})}
+    name = names.get(str(record.get("parser")).replace("-", "_"))
+    family = parity["families"][name] if name else None
     if not family:
         return "vLLM has no parser of this name"
+    if family.get("unavailable"):
+        return f"not compared ({family['unavailable']})"
     cell = f"{family['texts'] - family['disagreements']}/{family['texts']} texts alike"
     own = [group for group in parity["disagreements"]
-           if group["family"] == record["parser"] and group["case"] == f"gold via {record.get('family')}"]
+           if group["family"] == name and group["case"] == f"gold via {record.get('family')}"]
     if own:
         cell += "; this template: " + ", ".join(f"{len(group['rows'])} rows differ ({group['reason']})"
                                                 for group in own)

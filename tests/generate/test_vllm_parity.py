@@ -85,7 +85,13 @@ def vllm_families() -> list[str]:
     """The families both read: the package's readers that vLLM registers under the same name."""
     from vllm.tool_parsers import ToolParserManager
 
-    return sorted(set(WRITERS) & set(ToolParserManager.list_registered()))
+    ours = {name.replace("-", "_") for name in WRITERS}
+    return sorted(name for name in ToolParserManager.list_registered() if name.replace("-", "_") in ours)
+
+
+def writer_of(family: str):
+    """The documented-format writer of a family, by vLLM's name (hyphens and underscores alike)."""
+    return {name.replace("-", "_"): write for name, write in WRITERS.items()}[family.replace("-", "_")]
 
 
 @dataclass(frozen=True)
@@ -104,9 +110,10 @@ def _merged(*tool_lists: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def cases(family: str, rows: list[dict[str, Any]]) -> list[Case]:
     gold = [parse_request(row["expected_output"])[:2] for row in rows]
     tools = [build_conversation(row, "tools").tools for row in rows]
-    writers = {"gold": WRITERS[family]}
+    writers = {"gold": writer_of(family)}
     writers |= {f"gold via {name}": TemplateWriter(name) for name in RENDERING
-                if getattr(reader_for_template(template_text(name)), "name", None) == family}
+                if str(getattr(reader_for_template(template_text(name)), "name", None)).replace("-", "_")
+                == family.replace("-", "_")}
     out = [Case(kind, row["id"], write([call]), row_tools, [call])
            for kind, write in writers.items() for row, call, row_tools in zip(rows, gold, tools)]
     write = writers["gold"]
