@@ -1,4 +1,4 @@
-"""Render every row of the benchmark through real chat templates and write the conformance table.
+"""Render every row of the benchmark through real chat templates and write the conformance matrix.
 
 For each template and each prompt format that uses a chat template (``chat``, ``tools``), every one of
 the 1,307 rows is rendered as ``apibank evaluate --prompts-only`` renders it (the same
@@ -6,6 +6,12 @@ the 1,307 rows is rendered as ``apibank evaluate --prompts-only`` renders it (th
 ``--chat-template FILE``), so every prompt goes through the completeness check: a row whose prompt lost
 a piece of its conversation is refused and counted. The tokenizer only supplies special tokens (BOS,
 EOS): any small local one does; the default is the Gemma 3 270M GGUF's.
+
+Each template's record also holds the gold calls of the 779 API rows written as a model of it writes them
+(through the template where it renders assistant calls, else in its family's documented format: the
+tests' writers, ``tests/support``) and how many read back exactly, the reasoning markers of the package's
+that the template holds, and the matrix's parity column comes from ``benchmarks/vllm-parity.json`` (the
+record of ``tests/generate/test_vllm_parity.py``, run in vLLM's environment).
 
     python benchmarks/template_conformance.py --data-dir ../shared/apibank-upstream \\
         --manifest tests/support/templates/real/manifest.json --json conformance.json --markdown table.md
@@ -20,6 +26,9 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+HERE = Path(__file__).resolve().parent
+PARITY = HERE / "vllm-parity.json"
 
 from apibank.generate.backends.hf import TokenizerRendering
 from apibank.generate.conversation import build_conversation
@@ -53,6 +62,58 @@ def manifest_entries(manifest: Path, folder: Path | None = None) -> list[dict[st
             path = (folder or manifest.parent) / path
         out.append({**entry, "file": str(path)})
     return out
+
+
+def reasoning_markers(template: str) -> list[str]:
+    """The reasoning blocks the package removes (its markers) whose opener the template holds (closers alone are
+    no sign: Phi's end of turn is harmony's ``<|end|>``)."""
+    from apibank.generate.toolcalls.reasoning import BLOCKS
+
+    return [f"{opener}...{block.closers[0]}" for block in BLOCKS for opener in block.openers[:1]
+            if any(marker in template for marker in block.openers)]
+
+
+def calls_read(template: str, entry: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The gold calls of the API rows written as a model of this template writes them (through the template
+    where it renders assistant calls, else in the documented format of the family its markers choose), read
+    back with ``read_calls`` as ``evaluate`` reads them (the template given, the row's tools offered), exact
+    where they come back as written or with their values typed by the tools' schemas:
+    ``{"exact": n, "rows": n, "written": "template" | "documented format"}``; None where no family is chosen."""
+    sys.path.insert(0, str(HERE.parent / "tests"))  # the tests' native-format writers
+    from support.native_calls import WRITERS
+    from support.template_calls import USER, render, rendered_output
+
+    from apibank.generate.conversation import build_conversation
+    from apibank.generate.toolcalls import read_calls, reader_for_template
+    from apibank.notation import parse_request
+
+    api_rows = [row for row in rows if row["kind"] == "api"]
+    if entry.get("native_call_source") == "template":
+        prompt = render(template, [USER], True)
+
+        def write(call: tuple[str, dict[str, Any]]) -> str:
+            return rendered_output(template, entry, [call], prompt)
+        written = "template"
+    else:
+        reader = reader_for_template(template)
+        if reader is None:
+            return None
+
+        def write(call: tuple[str, dict[str, Any]]) -> str:
+            return WRITERS[reader.name]([call])
+        written = "documented format"
+    from apibank.generate.toolcalls.olmo3 import typed
+
+    exact = 0
+    for row in api_rows:
+        name, arguments = parse_request(row["expected_output"])[:2]
+        tools = build_conversation(row, "tools").tools
+        read = read_calls(write((name, arguments)), template, tools=tools)
+        # the gold as written, or with its values typed by the tools' schemas (as the package types them)
+        schemas = {tool["function"]["name"]: tool["function"]["parameters"] for tool in tools}
+        exact += read in ([{"name": name, "arguments": arguments}],
+                          [{"name": name, "arguments": typed(name, dict(arguments), schemas)}])
+    return {"exact": exact, "rows": len(api_rows), "written": written}
 
 
 def conformance(tokenizer: Any, template: Path, rows: list[dict[str, Any]],
@@ -122,23 +183,85 @@ def parser_cell(record: dict[str, Any]) -> str:
     return f"`{record['parser']}`" if record.get("parser") else "by each output's markers"
 
 
-def markdown_table(records: list[dict[str, Any]]) -> str:
+def parity_cell(record: dict[str, Any], parity: dict[str, Any] | None) -> str:
+    """How vLLM's own parser of the template's family reads the same texts (``benchmarks/vllm-parity.json``):
+    texts read alike over the family, and this template's rows that differ, with the reasons."""
+    names = {name.replace("-", "_"): name for name in (parity or {}).get("families", {})}
+    name = names.get(str(record.get("parser")).replace("-", "_"))
+    family = parity["families"][name] if name else None
+    if not family:
+        return "vLLM has no parser of this name"
+    if family.get("unavailable"):
+        return f"not compared ({family['unavailable']})"
+    cell = f"{family['texts'] - family['disagreements']}/{family['texts']} texts alike"
+    own = [group for group in parity["disagreements"]
+           if group["family"] == name and group["case"] == f"gold via {record.get('family')}"]
+    if own:
+        cell += "; this template: " + ", ".join(f"{len(group['rows'])} rows differ ({group['reason']})"
+                                                for group in own)
+    return cell
+
+
+def calls_cell(record: dict[str, Any]) -> str:
+    calls = record.get("calls_read")
+    if not calls:
+        return "not measured" if "calls_read" not in record else "no family chosen"
+    return f"{calls['exact']}/{calls['rows']} ({calls['written']})"
+
+
+def markdown_table(records: list[dict[str, Any]], parity: dict[str, Any] | None = None) -> str:
     lines = [
-        "| Family | Template source | Parser | Adaptations (`tools`) | Adaptations (`chat`) | Thinking | Verified |",
-        "|---|---|---|---|---|---|---|",
+        ("| Family | vLLM parser | Reasoning markers | Template source | Rows rendered (of 1,307) | Calls read (of 779) "
+         "| Parity with vLLM | Thinking | Adaptations (`tools`) | Adaptations (`chat`) |"),
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for record in records:
         tools, chat = record["tools"], record["chat"]
-        verified = "; ".join(f"`{fmt}` {record[fmt]['rendered']}/{record[fmt]['rows']} rows whole"
+        if tools is None:  # listed in the manifest, its file not at hand when the records were written
+            lines.append(f"| {record.get('family', '')} (not shipped) | | | {source_of(record)} | not rendered "
+                         "(the template is not shipped) | | | | | |")
+            continue
+        verified = "; ".join(f"`{fmt}` {record[fmt]['rendered']}/{record[fmt]['rows']}"
                              + (f", {record[fmt]['refused']} refused ({refusal_reason(record[fmt])})"
                                 if record[fmt]["refused"] else "")
                              for fmt in ("tools", "chat"))
         shipped = "" if record.get("shipped", True) else " (not shipped)"
+        markers = ", ".join(f"`{marker}`" for marker in record.get("reasoning_markers") or []) or (
+            "none" if "reasoning_markers" in record else "not measured")
         lines.append(
-            f"| {record.get('family', '')}{shipped} | {source_of(record)} | {parser_cell(record)} | "
-            f"{adaptations_cell(tools)} | {adaptations_cell(chat)} | "
-            f"{tools['thinking'] or 'no'} | {verified} |")
+            f"| {record.get('family', '')}{shipped} | {parser_cell(record)} | {markers} | {source_of(record)} | "
+            f"{verified} | {calls_cell(record)} | {parity_cell(record, parity)} | {tools['thinking'] or 'no'} | "
+            f"{adaptations_cell(tools)} | {adaptations_cell(chat)} |")
     return "\n".join(lines) + "\n"
+
+
+def disagreements_table(parity: dict[str, Any]) -> str:
+    """Every disagreement with vLLM's parsers: family, case, texts, an example text, both readings, and why."""
+    lines = ["| vLLM parser | Case | Texts | Example text | Package reads | vLLM reads | Wrong | Why |",
+             "|---|---|---|---|---|---|---|---|"]
+
+    def cell(value: Any, limit: int = 240) -> str:
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        text = text if len(text) <= limit else text[:limit] + "..."
+        return "`" + text.replace("|", "\\|").replace("\n", "\\n").replace("`", "'") + "`"
+
+    for group in parity["disagreements"]:
+        example, reason = group["example"], parity["reasons"][group["reason"]]
+        texts = f"{len(group['rows'])} rows" if group["rows"] else "1"
+        lines.append(f"| `{group['family']}` | {group['case']} | {texts} | {cell(example['text'])} | "
+                     f"{cell(example['package'])} | {cell(example['vllm'])} | {reason['wrong']} | "
+                     f"{reason['why']} |")
+    return "\n".join(lines) + "\n"
+
+
+def tables(records: list[dict[str, Any]], parity: dict[str, Any] | None) -> str:
+    """The matrix, and under it the disagreements with vLLM's parsers (when the parity record is at hand)."""
+    out = markdown_table(records, parity)
+    if parity:
+        out += (f"\nThe disagreements with vLLM {parity['vllm']}'s parsers ({len(parity['families'])} families, "
+                f"{parity['texts']:,} texts; `benchmarks/vllm-parity.json` lists every row):\n\n"
+                + disagreements_table(parity))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -154,8 +277,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="write the table from records an earlier run wrote with --json (renders nothing)")
     parser.add_argument("--markdown", type=Path, default=None, help="write the table here")
     args = parser.parse_args(argv)
+    parity = json.loads(PARITY.read_text(encoding="utf-8")) if PARITY.exists() else None
     if args.records:
-        table = markdown_table(json.loads(args.records.read_text(encoding="utf-8")))
+        table = tables(json.loads(args.records.read_text(encoding="utf-8")), parity)
         if args.markdown:
             args.markdown.write_text(table, encoding="utf-8")
         else:
@@ -169,17 +293,29 @@ def main(argv: list[str] | None = None) -> int:
 
     tokenizer = load_tokenizer(resolve_model(args.model or default_tokenizer_model()))
     rows = load_rows(None, args.data_dir)
+    earlier = {record.get("family"): record for record in json.loads(args.json.read_text(encoding="utf-8"))} \
+        if args.json and args.json.exists() else {}
     records = []
     for entry in entries:
-        record = conformance(tokenizer, Path(entry["file"]), rows)
-        record.update({key: value for key, value in entry.items() if key != "file"})
+        path = Path(entry["file"])
+        if not path.exists():  # a template not shipped: its earlier record, else its provenance alone
+            print(f"{entry.get('family')}: {path} absent, its earlier record kept", file=sys.stderr)
+            records.append(earlier.get(entry.get("family")) or {
+                **{key: value for key, value in entry.items() if key not in ("file", "behaviour")},
+                "template": Path(entry["file"]).name, "tools": None, "chat": None, "parser": None})
+            continue
+        record = conformance(tokenizer, path, rows)
+        record.update({key: value for key, value in entry.items() if key not in ("file", "behaviour")})
+        text = path.read_text(encoding="utf-8")
+        record["reasoning_markers"] = reasoning_markers(text)
+        record["calls_read"] = calls_read(text, entry, rows)
         records.append(record)
         summary = {fmt: (record[fmt]["rendered"], record[fmt]["adaptations"], record[fmt]["first_refusal"])
                    for fmt in FORMATS}
         print(f"{entry.get('family')}: {json.dumps(summary)[:600]}", file=sys.stderr)
     if args.json:
         args.json.write_text(json.dumps(records, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    table = markdown_table(records)
+    table = tables(records, parity)
     if args.markdown:
         args.markdown.write_text(table, encoding="utf-8")
     else:

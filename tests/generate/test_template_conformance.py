@@ -112,3 +112,39 @@ def test_templates_that_print_dicts_as_python_get_json_text_arguments(tokenizer,
 ])
 def test_template_options_switch_thinking(tokenizer, family, kwargs, thinks):
     assert (renderer(tokenizer, family, kwargs).thinking("tools") is not None) is thinks
+
+
+# ------------------------------------------------------------------------------ the committed matrix
+def _conformance_script():
+    import importlib.util
+
+    from support.paths import REPO
+
+    spec = importlib.util.spec_from_file_location("template_conformance",
+                                                  REPO / "benchmarks" / "template_conformance.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module, REPO / "benchmarks"
+
+
+def test_the_committed_matrix_is_written_from_its_records_and_the_vllm_parity_record():
+    """The published tables (docs/templates.md includes them) are the committed records' and the parity record's
+    (``tests/generate/test_vllm_parity.py`` keeps that one true against vLLM, in vLLM's environment)."""
+    script, folder = _conformance_script()
+    records = json.loads((folder / "template-conformance.json").read_text(encoding="utf-8"))
+    parity = json.loads((folder / "vllm-parity.json").read_text(encoding="utf-8"))
+    assert (folder / "template-conformance.md").read_text(encoding="utf-8") == script.tables(records, parity)
+    assert {record["family"] for record in records} == {entry["family"] for entry in MANIFEST["templates"]}
+    # the families both read: each shipped template's parser that vLLM registers is in the parity record
+    assert {"hermes", "mistral", "openai", "glm45", "qwen3_coder"} <= set(parity["families"])
+
+
+@pytest.mark.parametrize("family", sorted(SHIPPED))
+def test_each_shipped_templates_calls_read_and_reasoning_markers_are_the_committed_ones(family, data_dir):
+    """The matrix's columns that the main suite can recompute, recomputed over all 779 API rows."""
+    script, folder = _conformance_script()
+    record = {record["family"]: record for record in
+              json.loads((folder / "template-conformance.json").read_text(encoding="utf-8"))}[family]
+    text = (REAL_TEMPLATES_DIR / SHIPPED[family]["file"]).read_text(encoding="utf-8")
+    assert script.reasoning_markers(text) == record["reasoning_markers"]
+    assert script.calls_read(text, SHIPPED[family], load_rows(None, data_dir)) == record["calls_read"]

@@ -6,7 +6,6 @@ own figures; parallel calls, hard values, thinking text and plain answers holdin
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
@@ -20,12 +19,8 @@ from apibank.generate.toolcalls.reasoning import BLOCKS, MARKERS
 from apibank.notation import call_text, parse_request
 from support.native_calls import BARE_JSON, SINGLE_CALL, UNMARKED, WRITERS, Call
 from support.paths import REAL_TEMPLATES_DIR, REPO
+from support.template_calls import MANIFEST, RENDERING, SHIPPED, USER, render, rendered_output
 
-MANIFEST = json.loads((REAL_TEMPLATES_DIR / "manifest.json").read_text(encoding="utf-8"))["templates"]
-SHIPPED = {entry["family"]: entry for entry in MANIFEST if entry["shipped"]}
-USER = {"role": "user", "content": "Hi"}
-PROBE_TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather.", "parameters": {
-    "type": "object", "properties": {"city": {"type": "string", "description": "City."}}}}}]
 
 
 # Every name a run can be given: each family's and its aliases (vLLM's names read the same way).
@@ -97,39 +92,6 @@ def test_every_gold_call_in_the_documented_format_reads_back(family, gold, row_t
 
 
 # ------------------------------------------------------------------------------- real templates
-def _render(template: str, messages: list[dict], generation_prompt: bool) -> str:
-    from transformers.utils.chat_template_utils import render_jinja_template
-
-    rendered, _ = render_jinja_template(conversations=[messages], tools=PROBE_TOOLS, chat_template=template,
-                                        add_generation_prompt=generation_prompt, bos_token="<s>", eos_token="</s>")
-    return rendered[0]
-
-
-def _call_form(entry: dict) -> tuple[bool, bool]:
-    """(arguments as JSON text, content None) of the first probe form the template renders a call in."""
-    for form, behaviour in entry["behaviour"].items():
-        if form != "plain" and not behaviour["raises"] and behaviour["call_rendered"]:
-            return form.startswith("args_json"), form.endswith("none")
-    raise AssertionError(f"{entry['family']}: renders no call")
-
-
-def rendered_output(template: str, entry: dict, calls: list[Call], prompt: str) -> str:
-    """What a model of this template writes for ``calls``: the assistant turn rendered by the template, less
-    the prompt (the text shared with the generation prompt, cut before a special token it ends inside)."""
-    as_json, content_none = _call_form(entry)
-    tool_calls = [{"id": f"call{i}abcd"[:9].ljust(9, "x"), "type": "function",
-                   "function": {"name": n, "arguments": json.dumps(a) if as_json else a}}
-                  for i, (n, a) in enumerate(calls)]
-    full = _render(template, [USER, {"role": "assistant", "content": None if content_none else "",
-                                     "tool_calls": tool_calls}], False)
-    shared = len(os.path.commonprefix([full, prompt]))
-    opening = full.rfind("<", 0, shared)
-    if opening >= 0 and ">" not in full[opening:shared]:
-        shared = opening
-    return full[shared:]
-
-
-RENDERING = sorted(family for family, entry in SHIPPED.items() if entry["native_call_source"] == "template")
 
 
 @pytest.fixture(scope="module")
@@ -143,7 +105,7 @@ def templates():
 def test_every_gold_call_rendered_by_the_real_template_reads_back(family, templates, gold):
     template, entry = templates[family], SHIPPED[family]
     assert reader_for_template(template) is not None, family
-    prompt = _render(template, [USER], True)
+    prompt = render(template, [USER], True)
     exact = same_prediction = 0
     for name, arguments in gold:
         text = rendered_output(template, entry, [(name, arguments)], prompt)
@@ -162,7 +124,7 @@ def test_every_gold_call_rendered_by_the_real_template_reads_back(family, templa
 def test_parallel_calls_rendered_by_the_real_template(family, templates, gold):
     template, entry = templates[family], SHIPPED[family]
     calls = [gold[0], gold[100], gold[500]]
-    text = rendered_output(template, entry, calls, _render(template, [USER], True))
+    text = rendered_output(template, entry, calls, render(template, [USER], True))
     # GPT-OSS's and GigaChat 3's templates write the first call of a turn only (one call per message)
     assert read_tool_calls(text, chat_template=template) == (calls[:1] if family in ("gpt-oss", "gigachat3") else calls), text
 
