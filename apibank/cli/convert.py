@@ -15,6 +15,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
+    from apibank.benchmark import GGUF_CACHE_ENV
     from apibank.errors import UsageError
     from apibank.generate.backends.loading import (check_gguf_extra, converted_folder, converted_model_folder,
                                                    resolve_model)
@@ -25,7 +26,10 @@ def run(args: argparse.Namespace) -> int:
                          "or a Hub id needs no conversion)")
     check_gguf_extra()
     folder = converted_folder(source)
-    if folder is not None and not (folder / "config.json").is_file():
+    if folder is None:
+        raise UsageError(f"{args.model}: the conversion cache is off ({GGUF_CACHE_ENV}=off), and the converted "
+                         f"folder lives there; unset {GGUF_CACHE_ENV} (or name a folder with it)")
+    if not (folder / "config.json").is_file():
         print(f"apibank convert: converting {source.label} (minutes on a small CPU; once per file and "
               "transformers version)", file=sys.stderr)
     print(converted_model_folder(source))
