@@ -83,11 +83,23 @@ def test_core_requirements_hold_no_extra():
     assert {_name(r) for r in _requirements(extras["gguf"])} == {"torch", "gguf", "accelerate"}
 
 
+def test_every_core_requirement_has_a_floor_that_ci_installs():
+    """.ci/floors installs each core requirement at its floor (``>=X`` as ``==X``) and runs a smoke subset:
+    a requirement without one would be a promise nobody tests."""
+    for requirement in _requirements(_setup_cfg()["options"]["install_requires"]):
+        assert re.fullmatch(r"[A-Za-z0-9_.\-]+\s*(>=|==)\s*[0-9][A-Za-z0-9.]*(,.*)?", requirement), requirement
+    assert "floors" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
 def test_the_readme_test_command_installs_every_extra_the_tests_need():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     first_block = readme.split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
     installed = set(re.search(r'-e "\.\[([^\]]*)\]"', first_block[1]).group(1).split(","))
-    assert {"test", "offline", "torch", "gguf", "inspect"} <= installed
+    assert {"test", "offline", "torch", "gguf", "inspect", "lm-eval"} <= installed
+    # lighteval pins nltk 3.9.1, which would skip the tools' NLTK cross-checks: its tests have a job of their own
+    assert "lighteval" not in installed
+    assert "tests/evals/test_lighteval.py" in (ROOT / ".ci" / "lighteval").read_text(encoding="utf-8")
+    assert "lighteval" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert set(re.search(r'-e "\.\[([^\]]*)\]"', first_block[0]).group(1).split(",")) == {"offline", "torch"}
     assert set(installed) <= set(_setup_cfg()["options.extras_require"])
 

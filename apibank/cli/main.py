@@ -30,6 +30,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "export-metric": ("apibank.cli.export_metric", "write the metric's Hub layout"),
     "finetune": ("apibank.cli.finetune", "fine-tune a model on API-Bank's training rows (the train extra)"),
     "agent": ("apibank.cli.agent", "agentic episodes: the model drives the tool loop, judged on what it achieved"),
+    "convert": ("apibank.cli.convert", "convert a .gguf file to a transformers folder (cached) and print the folder"),
     "inspect-model": ("apibank.cli.inspect_model", "prepare the test extra's Gemma 3 270M for inspect-ai's hf/ provider"),
     "compare": ("apibank.cli.compare", "paired comparison of runs: differences, intervals, exact p-values, flips"),
     "leaderboard": ("apibank.cli.leaderboard", "ranked tables of runs with intervals, paired tests and published figures"),

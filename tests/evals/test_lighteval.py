@@ -183,6 +183,7 @@ def test_the_command_line_runs_offline_and_its_verdicts_are_apibank_scores(data_
            "PYTHONPATH": os.pathsep.join([str(REPO / "tests" / "support" / "no_network"), str(REPO),
                                           os.environ.get("PYTHONPATH", "")])}
     out = tmp_path / "lighteval"
+    model_files = sorted(path.relative_to(model) for path in model.rglob("*"))
     done = subprocess.run(
         [sys.executable, "-m", "apibank.evals.lighteval", "accelerate",
          (f"model_name={model},dtype=float32,batch_size=1,override_chat_template=False,"
@@ -191,6 +192,9 @@ def test_the_command_line_runs_offline_and_its_verdicts_are_apibank_scores(data_
          "--output-dir", str(out)],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
+    # lighteval's sample cache goes under cache_dir, never into the model folder it names by its path
+    assert sorted(path.relative_to(model) for path in model.rglob("*")) == model_files
+    assert list((tmp_path / "samples-cache").rglob("*.parquet"))
 
     (details,) = out.rglob("details_apibank_level1|0_*.parquet")
     logged = {row["doc"]["specific"]["id"]: row for row in pq.read_table(details).to_pylist()}

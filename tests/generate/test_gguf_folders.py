@@ -133,3 +133,18 @@ def test_the_printed_inspect_command_makes_no_hub_request_and_logs_under_output(
     looked_up = (tmp_path / "lookups.txt").read_text().split() if (tmp_path / "lookups.txt").exists() else []
     assert looked_up == []
     assert len(list((out / "logs").glob("*.eval"))) == 1 and list(where.iterdir()) == []
+
+
+def test_convert_refuses_in_one_line_what_it_cannot_convert(tmp_path, monkeypatch, capsys):
+    from apibank.cli.main import main
+
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF" + bytes(64))
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a model", encoding="utf-8")
+    monkeypatch.setenv("APIBANK_GGUF_CACHE", "off")
+    for model, said in ((gguf, "the conversion cache is off (APIBANK_GGUF_CACHE=off)"),
+                        (notes, "not a .gguf file"), (tmp_path / "missing.gguf", "no such file or folder")):
+        assert main(["convert", str(model)]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and captured.err.count("\n") == 1 and said in captured.err, captured.err

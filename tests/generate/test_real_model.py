@@ -53,6 +53,22 @@ def test_gguf_file_loads_directly_and_is_cached(backend, gemma_gguf):
     folder = converted_folder(backend.source)
     config = json.loads((folder / "config.json").read_text())
     assert config["model_type"] == "gemma3_text" and "quantization_config" not in config
+    assert info["converted_folder"] == str(folder)
+
+
+def test_convert_prints_the_converted_folder_that_results_record(cli_run, gemma_gguf, data_dir, capsys):
+    """``apibank convert FILE.gguf``: the folder other harnesses take (``pretrained=``, ``model_name=``), the one
+    ``evaluate`` loaded and recorded in results.json; anything but a .gguf file is one line, exit 2."""
+    from transformers import AutoConfig
+
+    recorded = json.loads((cli_run / "results.json").read_text())["model"]["converted_folder"]
+    capsys.readouterr()
+    assert apibank_cli.main(["convert", str(gemma_gguf)]) == 0
+    assert capsys.readouterr().out == recorded + "\n"
+    assert AutoConfig.from_pretrained(recorded).model_type == "gemma3_text"
+    assert apibank_cli.main(["convert", recorded]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "not a .gguf file" in error
 
 
 def test_paper_answers_of_every_level(cli_run):

@@ -332,6 +332,8 @@ class TransformersBackend(_HFRendering, Backend):
     def info(self) -> dict[str, Any]:
         import torch
 
+        from apibank.generate.backends.loading import source_info
+
         revision = self.revision or getattr(self.model.config, "_commit_hash", None)
         if self.source.kind == "gguf":
             revision = f"sha256:{self.source.sha256}"
@@ -340,6 +342,7 @@ class TransformersBackend(_HFRendering, Backend):
             "model_id": self.model_id,
             "model_revision": revision,
             "model_source": self.source.kind,
+            **source_info(self.source),
             "dtype": str(self.model.dtype).removeprefix("torch."),
             "device": str(self.model.device),
             "chat_template": self.chat_template,

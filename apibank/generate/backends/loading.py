@@ -168,6 +168,14 @@ def converted_model_folder(source: ModelSource) -> Path:
     return folder
 
 
+def source_info(source: ModelSource) -> dict[str, str]:
+    """What a run records about where its weights came from beyond the model id: a GGUF file's converted
+    folder (an ordinary transformers folder, what other harnesses take: ``apibank convert`` prints it), when
+    the conversion cache holds it."""
+    folder = converted_folder(source)
+    return {"converted_folder": str(folder)} if folder is not None and (folder / "config.json").is_file() else {}
+
+
 def _save_converted(tokenizer, model, folder: Path) -> None:
     """Write the converted model atomically (a temporary sibling folder, then a rename)."""
     # The de-quantised weights are plain tensors; the GGUF marker would make the folder load as GGUF again.

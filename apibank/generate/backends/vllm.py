@@ -22,7 +22,7 @@ from apibank.errors import BrokenExtra, UsageError, require_extra
 from apibank.generate.backends.base import Backend, Completion, DecodingSettings
 from apibank.generate.backends.choice import import_problem, vllm_import_error
 from apibank.generate.backends.hf import _HFRendering, template_sha256
-from apibank.generate.backends.loading import available_memory
+from apibank.generate.backends.loading import available_memory, source_info
 from apibank.generate.backends.options import (CHAT_TEMPLATE, CHAT_TEMPLATE_KWARGS, DTYPE, RESPONSE_TEMPLATE, REVISION,
                                                 TOOL_PARSER, TRUST_REMOTE_CODE, Option, parse_pair)
 from apibank.generate.stops import StopWatch
@@ -381,6 +381,7 @@ class VLLMBackend(_HFRendering, Backend):
             "model_id": self.model_id,
             "model_revision": f"sha256:{self.source.sha256}" if self.source.kind == "gguf" else self.revision,
             "model_source": self.source.kind,
+            **source_info(self.source),
             "dtype": self.dtype,
             "engine_args": self.engine_args,
             **({"engine_env": self.engine_env} if self.engine_env else {}),
