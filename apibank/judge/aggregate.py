@@ -18,6 +18,12 @@ from apibank.judge.intervals import dialogue_of
 from apibank.benchmark import SEARCHER, level_spec
 from apibank.judge.judging import Verdict
 
+def _overall(api: list[int], rouge: list[float], rouge_score: list[float]) -> dict[str, Any]:
+    """The figures pooled over every level: API calls correct of all, and the mean ROUGE-L of all responses."""
+    return {"api": {"correct": api[0], "total": api[1], "accuracy": _ratio(*api)},
+            "response": {"rouge_l": _mean(rouge), "count": len(rouge), "rouge_l_rougescore": _mean(rouge_score)}}
+
+
 def _ratio(correct: int, total: int) -> float | None:
     return correct / total if total else None
 
@@ -85,14 +91,7 @@ def aggregate(
         all_api[1] += len(api_rows)
         all_rouge += rouge_values
         all_rouge_score += rouge_score_values
-    out["overall"] = {
-        "api": {"correct": all_api[0], "total": all_api[1], "accuracy": _ratio(*all_api)},
-        "response": {
-            "rouge_l": _mean(all_rouge),
-            "count": len(all_rouge),
-            "rouge_l_rougescore": _mean(all_rouge_score),
-        },
-    }
+    out["overall"] = _overall(all_api, all_rouge, all_rouge_score)
     return out
 
 
@@ -182,10 +181,6 @@ def aggregate_details(details: list[Mapping[str, Any]]) -> dict[str, Any]:
             pooled_api[1] += len(api)
             pooled_rouge += rouge
             pooled_rouge_score += rouge_score
-        blocks["overall"] = {
-            "api": {"correct": pooled_api[0], "total": pooled_api[1], "accuracy": _ratio(*pooled_api)},
-            "response": {"rouge_l": _mean(pooled_rouge), "count": len(pooled_rouge),
-                         "rouge_l_rougescore": _mean(pooled_rouge_score)},
-        }
+        blocks["overall"] = _overall(pooled_api, pooled_rouge, pooled_rouge_score)
         out[protocol] = blocks
     return out
