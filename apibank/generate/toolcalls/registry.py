@@ -105,7 +105,26 @@ def reader_of_spec(spec: Any, source: str = "spec") -> Reader:
 
 def _read_spec(text: str, schemas: Schemas | None = None, *, template: Any, call_fields: tuple[str, ...],
                typed: bool) -> list[ToolCall]:
-    return template_calls(text, template, schemas if typed else None, call_fields)
+    calls = template_calls(text, template, schemas if typed else None, call_fields)
+    return [_as_text_unless_typed(call, schemas) for call in calls] if typed else calls
+
+
+def _declared_types(schemas: Schemas | None, name: str, key: str) -> set[str]:
+    properties = ((schemas or {}).get(name) or {}).get("properties")
+    declared = properties.get(key, {}).get("type") if isinstance(properties, Mapping) and isinstance(
+        properties.get(key), Mapping) else None
+    return {declared} if isinstance(declared, str) else set(declared) if isinstance(declared, list) else set()
+
+
+def _as_text_unless_typed(call: ToolCall, schemas: Schemas | None) -> ToolCall:
+    """A bare-text value stays the text written unless the tool's schema types it: transformers before 5.20
+    decodes every bare value that reads as JSON (``1`` for "1"), 5.20 on keeps it text, and vLLM 0.32 pins
+    transformers < 5.20, so without this the reading would hang on the installed version."""
+    name, arguments = call
+    if not isinstance(arguments, dict):
+        return call
+    return name, {key: value if isinstance(value, str) or _declared_types(schemas, name, key) - {"string"}
+                  else json.dumps(value, ensure_ascii=False) for key, value in arguments.items()}
 
 
 def spec_readers() -> list[Reader]:
