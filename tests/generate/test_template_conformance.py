@@ -31,9 +31,14 @@ TOOLS_ADAPTATIONS = {
     "deepseek-v3.1": {"tools-in-prompt", "arguments-as-json-text"},
     "functionary-v3.2": {"arguments-as-json-text"},
     "smollm3": {"tools-in-prompt", "calls-as-text"},
+    "kimi-k2-thinking": {"calls-as-text"},
+    "ministral-3-reasoning": {"calls-as-text", "merge-consecutive", "tool-results-as-user"},
 }
 # Families that think before answering with their default options (the manifest's "thinking" field).
-THINKING = {"qwen3", "qwen3-8b", "qwq", "gpt-oss", "deepseek-r1-distill", "glm-4.6", "smollm3"}
+# The templates detected as thinking. Kimi-K2-Thinking, MiMo-VL, Apriel 1.6 and Ministral 3 Reasoning always
+# think but write neither an opening marker into the generation prompt nor a switch: not detected (docs).
+THINKING = {"qwen3", "qwen3-8b", "qwq", "gpt-oss", "deepseek-r1-distill", "glm-4.6", "smollm3", "seed-oss", "glm-4.7",
+            "step-3.5", "minimax-m2"}
 
 
 @pytest.fixture(scope="module")
