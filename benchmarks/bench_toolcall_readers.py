@@ -5,7 +5,7 @@ Two kinds of input per family (``READERS``, spec files and Python readers alike)
 * every unit of the families' call syntaxes (openers, closers, whole calls, brackets, quotes) repeated to
   ``MAX_TEXT_CHARS``, read with the family named (``--tool-parser``);
 * the gold call of every API row written in the family's native format (the writers of
-  ``tests/generate/test_toolcall_families.py``), mutated as the judge's hostile corpus mutates predictions:
+  ``tests/support/native_calls.py``), mutated as the judge's hostile corpus mutates predictions:
   cut at a random point, behind 5,000 ``[``, a stray character inserted, repeated 2 to 40 times, quotes
   swapped, noise appended.
 
@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "tests" / "generate"), str(REPO / "tests")]
+sys.path[:0] = [str(REPO / "tests")]
 
 UNITS = ["[", "{", "(", '"', "\\", '{"name": ', "<tool_call>", "</tool_call>", "<tool_call>{}</tool_call>",
          '<tool_call>{"name":"X","arguments":{}}</tool_call>', "<tool_call>X\n<arg_key>k</arg_key><arg_value>",
@@ -61,9 +61,11 @@ def main(argv: list[str] | None = None) -> int:
     from apibank.generate.toolcalls import READERS, read_tool_calls
     from apibank.generate.toolcalls.generic import MAX_TEXT_CHARS
     from apibank.notation import parse_request
-    from test_toolcall_families import WRITERS
+    from support.native_calls import WRITERS
 
-    rows = [row for level in ("level-1", "level-2", "level-3") for row in apibank.iter_rows(level, args.data_dir)
+    from apibank.benchmark import LEVELS
+
+    rows = [row for level in LEVELS for row in apibank.iter_rows(level, args.data_dir)
             if row["kind"] == "api"][: args.rows]
     gold = [parse_request(row["expected_output"])[:2] for row in rows]
     print(f"{'family':18} {'kind':6} {'inputs':>7} {'errors':>6} {'wrong':>5} {'worst s':>8}  worst input")

@@ -12,7 +12,7 @@ import pytest
 
 from apibank.generate.backends.gguf_metadata import gguf_chat_template
 from apibank.cli.main import main
-from support.paths import TEMPLATES_DIR as TEMPLATES
+from support.paths import TEMPLATES_DIR as TEMPLATES, whole_message
 
 
 
@@ -120,7 +120,7 @@ def test_mistakes_end_in_one_line_and_status_2_before_loading(mistake, tmp_path,
     assert status == 2, err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("apibank evaluate: error: "), err
-    assert re.search(expected, lines[0]), lines[0]
+    assert re.search(expected, whole_message(lines[0])), lines[0]
     assert "Traceback" not in err
     assert not output.exists()  # nothing created
 
@@ -185,7 +185,7 @@ def test_argument_mistakes_are_one_line_pointing_at_help(mistake, capsys):
     command = "apibank" if mistake == "unknown command" else f"apibank {argv[0]}"
     assert len(lines) == 1 and captured.out == "", captured.err
     assert lines[0].startswith(f"{command}: error: ") and lines[0].endswith(f"; see {command} --help"), lines[0]
-    assert re.search(expected, lines[0]), lines[0]
+    assert re.search(expected, whole_message(lines[0])), lines[0]
     assert "usage:" not in captured.err
 
 

@@ -18,7 +18,7 @@ import pytest
 from apibank.cli.main import main
 from apibank.files import read_trajectories
 from apibank.generate.predictions import read_predictions
-from support.paths import REPO
+from support.paths import REPO, whole_message
 
 # Runs ``apibank ARGS`` with the LOG file's N-th write changed: "kill" writes half of its first line and
 # SIGKILLs the process; "wait" prints "waiting" and waits on stdin (for a signal) before writing.
@@ -217,6 +217,7 @@ def test_two_runs_at_once_into_one_folder_the_second_ends_at_once(second, data_d
         assert main(_argv(second, output, data_dir)) == 2
         error = capsys.readouterr().err.strip()
         assert error.count("\n") == 0, error
+        error = whole_message(error)
         assert f"{output} is in use by another run: pid {first.pid} on " in error
         assert f"(`apibank {' '.join(_argv('agent', output, data_dir))}`)"[:60] in error
         assert not (output / "predictions.jsonl").exists()
