@@ -43,6 +43,7 @@ from support.template_calls import RENDERING, TemplateWriter, template_text
 from support.tiny import train_tokenizer
 
 import apibank
+from apibank.benchmark import LEVELS
 from apibank.generate.conversation import build_conversation
 from apibank.generate.toolcalls import reader_for_template
 from apibank.notation import parse_request
@@ -315,10 +316,14 @@ def record() -> dict[str, Any]:
     return json.loads(RECORD.read_text(encoding="utf-8"))
 
 
+def gold_api_rows(data_dir: Any) -> list[dict[str, Any]]:
+    """The 779 API rows of the three test levels, whose gold calls every family writes."""
+    return [row for config in LEVELS for row in apibank.iter_rows(config, data_dir) if row["kind"] == "api"]
+
+
 @pytest.fixture(scope="module")
 def api_rows(data_dir) -> list[dict[str, Any]]:
-    return [row for config in ("level-1", "level-2", "level-3") for row in apibank.iter_rows(config, data_dir)
-            if row["kind"] == "api"]
+    return gold_api_rows(data_dir)
 
 
 @pytest.fixture(scope="module")
@@ -376,8 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("vllm").setLevel(logging.CRITICAL)  # its parsers log every text they cannot read
     old = json.loads(RECORD.read_text(encoding="utf-8")) if RECORD.exists() else {"reasons": {}, "disagreements": []}
     reasons = {key: group["reason"] for group in old["disagreements"] for key in recorded_keys(group)}
-    rows = [row for config in ("level-1", "level-2", "level-3")
-            for row in apibank.iter_rows(config, args.data_dir) if row["kind"] == "api"]
+    rows = gold_api_rows(args.data_dir)
     tokenizer = train_tokenizer(["some text"], 280)
     families, disagreements = {}, []
     started = time.perf_counter()
