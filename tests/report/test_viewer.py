@@ -162,8 +162,10 @@ def test_a_one_dialogue_run_shows_why_it_has_no_interval(oracle_run, data_dir, t
     (out / "predictions.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     assert apibank_cli.main(["score", str(out / "predictions.jsonl"), "--data-dir", str(data_dir)]) == 0
     dom = loaded(out / "report.html")
-    # level-1 and overall, API calls and responses, both protocols
-    assert dom.count(">one dialogue: no interval<") == 8 and not re.search(r"95% CI \[-?\d", dom)  # none drawn
+    full, verified = dom.split('id="verified-summary"', 1)
+    # level-1 and overall, API calls and responses, both protocols: in the full summary and again in the verified one
+    assert full.count(">one dialogue: no interval<") == 8 and verified.count(">one dialogue: no interval<") == 8
+    assert not re.search(r"95% CI \[-?\d", dom)  # none drawn
 
 
 def test_verified_subset_is_a_section_of_its_own(oracle_run):
