@@ -34,7 +34,7 @@ from apibank.generate.stops import TRANSCRIPT_STOPS, cut_at_stop, tools_probe, t
 from apibank.generate.templates import TemplateRefusal
 from apibank.generate.templates.readback import CallsUnread
 from apibank.generate.toolcalls import answer_of, read_tool_calls
-from apibank.generate.toolcalls.markup import holds_call_markup, tool_names
+from apibank.generate.toolcalls.markup import holds_call_markup
 
 # ------------------------------------------------------------------------------ the text template
 TEXT_TOOLS_HEADER = (
@@ -159,7 +159,7 @@ class ModelDriver:
                         raw=completion.raw)
         else:
             step = step_from_text(cut_at_stop(completion.text, self.settings.stop), ids)
-        if not step.calls and holds_call_markup(completion.raw or completion.text or "", tool_names(tools)):
+        if not step.calls and holds_call_markup(completion.raw or completion.text or "", tools):
             self.unread_calls += 1  # call markup that no reader read: the step counts as an answer
         step.usage = {key: int(usage[name]) for key, name in (("prompt_tokens", "prompt_tokens"),
                                                               ("completion_tokens", "generated_tokens"))

@@ -39,7 +39,7 @@ from apibank.files import (
 from apibank.generate.backends import Backend, make_backend
 from apibank.generate.predictions import read_predictions, write_predictions
 from apibank.generate.runner import generate_predictions, sized_settings, thinking_of, thinking_plan
-from apibank.generate.toolcalls.markup import holds_call_markup, tool_names
+from apibank.generate.toolcalls.markup import holds_call_markup
 from apibank.benchmark import DEFAULT_PROTOCOL, MODEL_FORMAT, PROTOCOLS
 from apibank.pipeline.results import build_results, parse_price, record_unread_calls, recorded, usage_totals
 from apibank.pipeline.rows import level_of, limit_rows, load_rows
@@ -203,9 +203,9 @@ def evaluate(
 def unread_calls(records: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]) -> int:
     """How many tools-format outputs hold call-like markup (:mod:`apibank.generate.toolcalls.markup`) but
     gave no native call: a reader that does not know the model's format."""
-    names = {row["id"]: tool_names(row.get("tools")) for row in rows}
+    tools = {row["id"]: row.get("tools") for row in rows}
     return sum(1 for record in records if "tool_call" not in record
-               and holds_call_markup(str(record.get("raw_output") or ""), names.get(record["id"], ())))
+               and holds_call_markup(str(record.get("raw_output") or ""), tools.get(record["id"])))
 
 
 def write_prompts(

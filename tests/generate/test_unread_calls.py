@@ -14,7 +14,7 @@ import apibank_cli
 from apibank.generate.backends import BACKEND_REGISTRY
 from apibank.generate.toolcalls.markup import holds_call_markup
 
-TOOLS = ["GetToday", "QueryMeeting"]
+TOOLS = [{"name": "GetToday"}, {"type": "function", "function": {"name": "QueryMeeting", "parameters": {}}}]
 
 
 @pytest.mark.parametrize("text", [

@@ -137,10 +137,10 @@ TOOL_PARSER = Option(
 
 
 def _response_template_problem(path: str) -> str | None:
-    from apibank.generate.toolcalls.engine import template_from_file
+    from apibank.generate.toolcalls.engine import as_template
 
     try:
-        template_from_file(path)
+        as_template(path)
     except ValueError as error:
         return str(error).removeprefix(f"response template {path}: ") + "; give a transformers response template (JSON)"
     return None

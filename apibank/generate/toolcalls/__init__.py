@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from apibank.generate.toolcalls.engine import as_template, compiled, template_calls
-from apibank.generate.toolcalls.generic import ESCAPED, MAX_TEXT_CHARS, ToolCall, calls_from_message, whole_answer_calls
+from apibank.generate.toolcalls.generic import (
+    ESCAPED, MAX_TEXT_CHARS, ToolCall, calls_from_message, schemas_of, whole_answer_calls,
+)
 from apibank.generate.toolcalls.reasoning import answer_of, split_reasoning
 from apibank.generate.toolcalls.registry import (
     READERS,
@@ -93,46 +95,28 @@ class ParserChoice:
              ) -> list[ToolCall]:
         """The calls in one raw output, read as :func:`read_tool_calls` would with this choice's inputs;
         ``prompt``: what the model was given, which the model's own response template reads first."""
+        schemas = schemas_of(tools) or None
         if self.model_template is not None:
-            calls = template_calls(text, compiled(self.model_template), _schemas(tools) or None,
-                                   strict=False, prefix=prompt)
+            calls = template_calls(text, compiled(self.model_template), schemas, strict=False, prefix=prompt)
+            if calls:
+                return calls
+        _, rest = split_reasoning((text or "")[:MAX_TEXT_CHARS])
+        if self.response_template is not None:
+            calls = template_calls(rest, compiled(self.response_template), schemas, strict=False)
             if calls:
                 return calls
         reader = get_reader(self.name) if self.name else None
-        return _read(text, reader if self.chosen_by in ("flag", "response_template") else None,
-                     reader if self.chosen_by == "template" else None, tools, self.response_template)
-
-
-def _schemas(tools: Iterable[Mapping[str, Any]] | None) -> dict[str, Mapping[str, Any]]:
-    schemas: dict[str, Mapping[str, Any]] = {}
-    for tool in tools or ():
-        function = tool.get("function", tool) if isinstance(tool, Mapping) else None
-        if isinstance(function, Mapping) and isinstance(function.get("name"), str):
-            parameters = function.get("parameters")
-            schemas[function["name"]] = parameters if isinstance(parameters, Mapping) else {}
-    return schemas
-
-
-def _read(text: str, named: Reader | None, from_template: Reader | None,
-          tools: Iterable[Mapping[str, Any]] | None, response_template: Mapping[str, Any] | None = None
-          ) -> list[ToolCall]:
-    schemas = _schemas(tools) or None
-    _, rest = split_reasoning((text or "")[:MAX_TEXT_CHARS])
-    if response_template is not None:
-        calls = template_calls(rest, compiled(response_template), schemas, strict=False)
-        if calls:
-            return calls
-    # Some servers and chat UIs hand back the output HTML-escaped (&quot;, &#34;): read it unescaped too.
-    for candidate in (rest, html.unescape(rest)) if ESCAPED.search(rest) else (rest,):
-        readers = [named] if named else [from_template, reader_for_text(candidate)]
-        for reader in dict.fromkeys(reader for reader in readers if reader is not None):
-            calls = reader.read(candidate, schemas)
+        # Some servers and chat UIs hand back the output HTML-escaped (&quot;, &#34;): read it unescaped too.
+        for candidate in (rest, html.unescape(rest)) if ESCAPED.search(rest) else (rest,):
+            readers = [reader] if reader and self.chosen_by != "template" else [reader, reader_for_text(candidate)]
+            for family in dict.fromkeys(family for family in readers if family is not None):
+                calls = family.read(candidate, schemas)
+                if calls:
+                    return calls
+            calls = whole_answer_calls(candidate, schemas)
             if calls:
                 return calls
-        calls = whole_answer_calls(candidate, schemas)
-        if calls:
-            return calls
-    return []
+        return []
 
 
 def read_tool_calls(text: str, *, chat_template: str | None = None, parser: str | None = None,
@@ -144,9 +128,7 @@ def read_tool_calls(text: str, *, chat_template: str | None = None, parser: str 
     bare text, and name the tools a bare Python-style call may call. ``parser`` names the reader
     (:class:`UnknownName` for an unknown one); ``response_template`` (a transformers response template, or
     the path of its JSON file) is read first (ValueError for one transformers refuses)."""
-    template = as_template(response_template) if response_template is not None else None
-    named = get_reader(parser) if parser else None
-    return _read(text, named, None if named else reader_for_template(chat_template), tools, template)
+    return ParserChoice.make(parser, chat_template, response_template=response_template).read(text, tools)
 
 
 def read_calls(text: str, chat_template: str | None = None, *, parser: str | None = None,

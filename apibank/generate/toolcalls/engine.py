@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from apibank.generate.toolcalls.generic import MAX_CALLS, MAX_DEPTH, MAX_TEXT_CHARS, ToolCall, as_call
+from apibank.generate.toolcalls.generic import MAX_CALLS, MAX_TEXT_CHARS, ToolCall, as_call, too_deep
 from apibank.notation import MAX_CALL_CHARS
 
 Schemas = Mapping[str, Mapping[str, Any]]  # tool name -> its JSON-schema ``parameters``
@@ -55,24 +55,17 @@ def compiled(template: Mapping[str, Any]) -> Any:
     return _compiled_text(json.dumps(template, sort_keys=True))
 
 
-def template_from_file(path: str | Path) -> dict[str, Any]:
-    """The response template in a JSON file: a bare transformers response template, or a spec file of this
-    package (its ``response_template``); ValueError with one line naming the file otherwise."""
-    source = f"response template {path}"
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as error:
-        raise ValueError(f"{source}: cannot read it ({error.__class__.__name__}: {error})") from None
-    except ValueError as error:
-        raise ValueError(f"{source}: not JSON ({error})") from None
-    return as_template(data, source)
-
-
 def as_template(value: Mapping[str, Any] | str | Path, source: str = "response_template") -> dict[str, Any]:
-    """A response template given as a dict (bare, or a spec file's) or as the path of a JSON file (see
-    :func:`template_from_file`), checked by transformers' loader."""
+    """A response template given as a dict or as the path of a JSON file, bare or a spec file of this package
+    (its ``response_template``), checked by transformers' loader; ValueError with one line otherwise."""
     if isinstance(value, (str, Path)):
-        return template_from_file(value)
+        source = f"response template {value}"
+        try:
+            value = json.loads(Path(value).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as error:
+            raise ValueError(f"{source}: cannot read it ({error.__class__.__name__}: {error})") from None
+        except ValueError as error:
+            raise ValueError(f"{source}: not JSON ({error})") from None
     if not isinstance(value, Mapping):
         raise ValueError(f"{source}: a JSON object or the path of a JSON file, not {type(value).__name__}")
     data = dict(value)
@@ -89,20 +82,6 @@ def _tools(schemas: Schemas | None) -> list[dict[str, Any]] | None:
             for name, parameters in schemas.items()]
 
 
-def _depth(value: Any, limit: int = MAX_DEPTH) -> int:
-    """How deep lists and dicts nest in ``value``, counted no further than ``limit + 1``."""
-    stack, deepest = [(value, 0)], 0
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, (list, dict)):
-            depth += 1
-            deepest = max(deepest, depth)
-            if deepest > limit:
-                return deepest
-            stack.extend((child, depth) for child in (item.values() if isinstance(item, dict) else item))
-    return deepest
-
-
 def _entries(value: Any) -> Iterable[Any]:
     """The call entries of one output field: a call, or a list of calls (nested once by ``repeats``)."""
     for item in value if isinstance(value, list) else [value]:
@@ -113,12 +92,11 @@ def _bounded(call: ToolCall) -> bool:
     _, arguments = call
     if isinstance(arguments, str):  # UnreadableArguments: kept as the call it is
         return True
-    if _depth(arguments) > MAX_DEPTH:
-        return False
     try:
-        return len(json.dumps(arguments, ensure_ascii=False, default=str)) <= MAX_CALL_CHARS
+        written = json.dumps(arguments, ensure_ascii=False, default=str)
     except (ValueError, RecursionError):
         return False
+    return len(written) <= MAX_CALL_CHARS and not too_deep(written)
 
 
 def message_of(text: str, template: Any, schemas: Schemas | None = None,

@@ -35,7 +35,7 @@ MAX_CALLS = 64  # named call prefixes examined per text
 
 NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*"  # a tool name as the call syntaxes write it
 _PY_CALL = re.compile(rf"\b({NAME})\s*\(")
-_FENCE = re.compile(r"```(?:python|py|tool_code|json)?\s*\n(.*?)```", re.DOTALL)
+FENCE = re.compile(r"```(?:python|py|tool_code|json)?\s*\n(.*?)```", re.DOTALL)
 ESCAPED = re.compile(r"&(?:#\d{1,6}|#x[0-9a-fA-F]{1,6}|quot|apos|amp|lt|gt);")
 _BRACKETS_AND_QUOTE = frozenset('[]{}()"')
 _CLOSERS = {"[": "]", "{": "}", "(": ")"}
@@ -66,6 +66,17 @@ def as_call(obj: Any) -> ToolCall | None:
     if not isinstance(arguments, Mapping):
         return None
     return name.removeprefix("functions."), dict(arguments)
+
+
+def schemas_of(tools: Iterable[Any] | None) -> dict[str, Mapping[str, Any]]:
+    """Tool name -> JSON-schema ``parameters`` of OpenAI-shaped tool schemas (or bare ``{"name": ...}`` ones)."""
+    schemas: dict[str, Mapping[str, Any]] = {}
+    for tool in tools or ():
+        function = tool.get("function", tool) if isinstance(tool, Mapping) else None
+        if isinstance(function, Mapping) and isinstance(function.get("name"), str):
+            parameters = function.get("parameters")
+            schemas[function["name"]] = parameters if isinstance(parameters, Mapping) else {}
+    return schemas
 
 
 def calls_from_message(tool_calls: Any) -> list[ToolCall]:
@@ -249,7 +260,7 @@ def python_calls_in(source: str) -> list[ToolCall]:
 
 def python_style_calls(text: str, known: frozenset[str] | None) -> list[ToolCall]:
     """Calls written as Python: in a fenced block, else as bare ``Name(...)`` (alone or in a list)."""
-    fenced = [match.group(1) for match in _FENCE.finditer(text)]
+    fenced = [match.group(1) for match in FENCE.finditer(text)]
     candidates = fenced
     if not fenced:
         for match in list(_PY_CALL.finditer(text))[:MAX_CALLS]:
@@ -274,7 +285,7 @@ def whole_answer_calls(text: str, tool_names: Iterable[str] | None = None) -> li
     object must name the tool *and* give its arguments: prose, or a JSON answer such as
     ``{"name": "John", "age": 3}``, is no call."""
     text = (text or "")[:MAX_TEXT_CHARS].strip().removeprefix("<|python_tag|>").strip()
-    fenced = _FENCE.fullmatch(text)
+    fenced = FENCE.fullmatch(text)
     if fenced is not None:
         text = fenced.group(1).strip()
     value = decode_json(text) if text[:1] in "[{" else None

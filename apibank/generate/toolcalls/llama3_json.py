@@ -30,6 +30,5 @@ READERS = (
     Reader("llama3_json", read, priority=20, template_markers=(('"parameters": dictionary of argument name',),),
            text_markers=(re.compile(r"<\|python_tag\|>\s*[\[{]"),
                          re.compile(r'\A\s*\[?\s*\{\s*"name"\s*:\s*"[^"]+"\s*,\s*"(?:parameters|arguments)"\s*:')),
-           summary='{"name": ..., "parameters": {...}}'),
-    Reader("llama4_json", read, priority=19, template_markers=(), summary="as llama3_json"),
+           aliases=("llama4_json",), summary='{"name": ..., "parameters": {...}}'),
 )

@@ -19,9 +19,9 @@ Prose that merely mentions a tool's name, or a JSON object with a ``"name"`` key
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from typing import Any, Iterable
 
-from apibank.generate.toolcalls.generic import MAX_TEXT_CHARS
+from apibank.generate.toolcalls.generic import MAX_TEXT_CHARS, schemas_of
 from apibank.generate.toolcalls.reasoning import split_reasoning
 from apibank.generate.toolcalls.registry import reader_for_text
 
@@ -39,22 +39,13 @@ def _python_call(names: Iterable[str]) -> re.Pattern[str] | None:
     return re.compile(rf"(?<![\w.])(?:{alternatives})\s*\(\s*(?:\)|[A-Za-z_]\w*\s*=)")
 
 
-def holds_call_markup(text: str, tool_names: Iterable[str] = ()) -> bool:
-    """Whether an output (raw, reasoning still in it) holds call-like markup outside its reasoning."""
+def holds_call_markup(text: str, tools: Iterable[Any] | None = None) -> bool:
+    """Whether an output (raw, reasoning still in it) holds call-like markup outside its reasoning; ``tools``:
+    the OpenAI-shaped schemas offered, whose names make a Python-style call."""
     _, answer = split_reasoning((text or "")[:MAX_TEXT_CHARS])
     if not answer.strip():
         return False
     if reader_for_text(answer) is not None or _CALL_TAG.search(answer) or _JSON_CALL.search(answer):
         return True
-    pattern = _python_call(tool_names)
+    pattern = _python_call(schemas_of(tools))
     return bool(pattern and pattern.search(answer))
-
-
-def tool_names(tools: Iterable[object] | None) -> list[str]:
-    """The names of OpenAI-shaped tool schemas (or bare ``{"name": ...}`` ones)."""
-    names = []
-    for tool in tools or ():
-        function = tool.get("function", tool) if isinstance(tool, dict) else None
-        if isinstance(function, dict) and isinstance(function.get("name"), str):
-            names.append(function["name"])
-    return names

@@ -16,8 +16,6 @@ from typing import Any, Mapping
 
 from apibank.generate.toolcalls.generic import MAX_CALLS, ToolCall, python_calls_in, python_spelling
 from apibank.generate.toolcalls.registry import Reader, Schemas
-from apibank.notation import MAX_CALL_CHARS
-
 
 
 def blocks(text: str, opener: str, closer: str) -> list[str]:
@@ -33,10 +31,6 @@ def blocks(text: str, opener: str, closer: str) -> list[str]:
             break
         position = text.find(opener, end + len(closer))
     return found
-
-
-def _line_calls(line: str) -> list[ToolCall]:
-    return python_calls_in(python_spelling(line))
 
 
 def typed(name: str, arguments: dict[str, Any], schemas: Schemas | None) -> dict[str, Any]:
@@ -57,7 +51,7 @@ def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
     calls: list[ToolCall] = []
     for block in blocks(text, "<function_calls>", "</function_calls>"):
         for line in block.splitlines():
-            for name, arguments in _line_calls(line.strip()) if line.strip() else ():
+            for name, arguments in python_calls_in(python_spelling(line)) if line.strip() else ():
                 calls.append((name, typed(name, arguments, schemas) if isinstance(arguments, dict) else arguments))
     return calls[:MAX_CALLS]
 

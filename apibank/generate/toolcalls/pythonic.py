@@ -20,13 +20,10 @@ from __future__ import annotations
 import re
 
 from apibank.generate.toolcalls.generic import (
-    ToolCall, balanced_spans, matches, python_calls_in, python_spelling, python_style_calls,
+    FENCE, ToolCall, balanced_spans, matches, python_calls_in, python_spelling, python_style_calls,
 )
 from apibank.generate.toolcalls.registry import Reader, Schemas
 from apibank.notation import MAX_CALL_CHARS
-
-_FENCE = re.compile(r"```(?:python|py|tool_code)\s*\n(.*?)```", re.DOTALL)
-
 
 _CALL = re.compile(r"\s*([A-Za-z_][\w.]*)\((.*?)\)\s*(?:,|\Z)", re.DOTALL)
 _FIRST_KEY = re.compile(r"\s*(\w+)=")
@@ -77,7 +74,7 @@ def bare_calls(source: str) -> list[ToolCall]:
 def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
     text = text.replace("<|python_start|>", "").replace("<|python_end|>", "")
     calls: list[ToolCall] = []
-    for block in (match.group(1) for match in _FENCE.finditer(text)):
+    for block in (match.group(1) for match in FENCE.finditer(text)):
         calls += python_calls_in(block)
     if calls:
         return calls

@@ -161,6 +161,10 @@ class Readers(Registry[Reader]):
                                      f"({self._lookup[_key(name)].name} and {reader.name})")
                 self._lookup[_key(name)] = reader
 
+    def readers(self) -> list[Reader]:
+        """The families in the order they are tried."""
+        return [self.get(name) for name in self.names()]
+
     def all_names(self) -> tuple[str, ...]:
         """Every family's name and its aliases."""
         return tuple(name for family in self.names() for name in (family, *self.get(family).aliases))
@@ -179,7 +183,6 @@ def _load() -> Readers:
     return Readers(readers)
 
 
-
 def reader_names() -> tuple[str, ...]:
     """Every name ``--tool-parser`` takes: each family's, then its aliases (hyphens and underscores alike)."""
     return READERS.all_names()
@@ -195,20 +198,12 @@ def reader_for_template(template: str | None) -> Reader | None:
     """The family whose markers the chat template holds (None: none does, or no template)."""
     if not isinstance(template, str) or not template:
         return None
-    for name in READERS.names():
-        reader = READERS.get(name)
-        if reader.fits_template(template):
-            return reader
-    return None
+    return next((reader for reader in READERS.readers() if reader.fits_template(template)), None)
 
 
 def reader_for_text(text: str) -> Reader | None:
     """The family whose own markers the text holds (None: it holds none)."""
-    for name in READERS.names():
-        reader = READERS.get(name)
-        if reader.recognises(text):
-            return reader
-    return None
+    return next((reader for reader in READERS.readers() if reader.recognises(text)), None)
 
 
 # Last: the Python readers import this module's names as they load.
