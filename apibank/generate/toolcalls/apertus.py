@@ -11,13 +11,13 @@ from __future__ import annotations
 import re
 from typing import Mapping
 
-from apibank.generate.toolcalls.generic import MAX_CALLS, ToolCall, decode_json
-from apibank.generate.toolcalls.olmo3 import blocks, typed
+from apibank.generate.toolcalls.generic import MAX_CALLS, ToolCall, decode_json, regions
+from apibank.generate.toolcalls.olmo3 import typed
 from apibank.generate.toolcalls.registry import Reader, Schemas
 
 def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
     calls: list[ToolCall] = []
-    for block in blocks(text, "<|tools_prefix|>", "<|tools_suffix|>"):
+    for block in regions(text, "<|tools_prefix|>", "<|tools_suffix|>"):
         value = decode_json(block.strip())
         for item in value if isinstance(value, list) else []:
             if isinstance(item, Mapping) and len(item) == 1:

@@ -19,7 +19,7 @@ import itertools
 import json
 import re
 import tokenize
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from apibank.notation import (
     MAX_CALL_CHARS, ParseError, UnreadableArguments, keyword_arguments, literal, python_expression, string_end,
@@ -39,6 +39,7 @@ FENCE = re.compile(r"```(?:python|py|tool_code|json)?\s*\n(.*?)```", re.DOTALL)
 ESCAPED = re.compile(r"&(?:#\d{1,6}|#x[0-9a-fA-F]{1,6}|quot|apos|amp|lt|gt);")
 _BRACKETS_AND_QUOTE = frozenset('[]{}()"')
 _CLOSERS = {"[": "]", "{": "}", "(": ")"}
+_SEPARATORS = re.compile(r"(?:[\s,;]|<\|[\w.\-]{1,32}\|>)*")  # between values: blank, commas, special tokens
 
 
 # ------------------------------------------------------------------------------------ shapes
@@ -77,6 +78,14 @@ def schemas_of(tools: Iterable[Any] | None) -> dict[str, Mapping[str, Any]]:
             parameters = function.get("parameters")
             schemas[function["name"]] = parameters if isinstance(parameters, Mapping) else {}
     return schemas
+
+
+def declared_types(schemas: Mapping[str, Mapping[str, Any]] | None, name: str, key: str) -> set[str]:
+    """The JSON types the tool ``name``'s schema declares for its parameter ``key`` (empty: none)."""
+    properties = ((schemas or {}).get(name) or {}).get("properties")
+    declared = properties.get(key, {}).get("type") if isinstance(properties, Mapping) and isinstance(
+        properties.get(key), Mapping) else None
+    return {declared} if isinstance(declared, str) else set(declared) if isinstance(declared, list) else set()
 
 
 def calls_from_message(tool_calls: Any) -> list[ToolCall]:
@@ -169,15 +178,40 @@ def json_values(text: str) -> Iterator[Any]:
             yield value
 
 
+def is_call_object(item: Any) -> bool:
+    """Whether a JSON value written with no family's markers around it is a call object: it names the tool
+    *and* gives its arguments (``{"name": "John", "age": 3}`` is an answer, as vLLM reads it too)."""
+    return isinstance(item, Mapping) and (isinstance(item.get("function"), Mapping)
+                                          or "name" in item and ("arguments" in item or "parameters" in item))
+
+
 def calls_in_values(values: Iterable[Any]) -> list[ToolCall]:
+    """The call objects among JSON values written with no marker around them (a list: each of its items)."""
     calls: list[ToolCall] = []
     for value in values:
-        items = value if isinstance(value, list) else [value]
-        for item in items:
-            call = as_call(item)
+        for item in value if isinstance(value, list) else [value]:
+            call = as_call(item) if is_call_object(item) else None
             if call is not None:
                 calls.append(call)
     return calls
+
+
+def sole_values(text: str, decode: Callable[[str], Any] = decode_json) -> list[Any]:
+    """The values an answer consists of: those of each fenced block, else of the whole answer, where it is
+    nothing but bracketed values (separated by commas, semicolons, blank space or special tokens such as
+    ``<|end|>``); [] where prose is around them or one does not decode."""
+    values: list[Any] = []
+    for block in [match.group(1) for match in FENCE.finditer(text)] or [text]:
+        position = 0
+        for start, end in balanced_spans(block):
+            value = decode(block[start:end])
+            if value is None or not _SEPARATORS.fullmatch(block, position, start):
+                return []
+            values.append(value)
+            position = end
+        if not _SEPARATORS.fullmatch(block, position):
+            return []
+    return values
 
 
 # ---------------------------------------------------------------------------- named prefixes
@@ -198,6 +232,13 @@ def object_after(text: str, position: int) -> Any:
 def matches(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
     """The first :data:`MAX_CALLS` matches of ``pattern`` in ``text``."""
     return itertools.islice(pattern.finditer(text), MAX_CALLS)
+
+
+def regions(text: str, opener: str, closer: str) -> list[str]:
+    """The text after each ``opener`` up to the next ``closer`` (or the end: a model cut off by its token
+    limit), left to right; at most :data:`MAX_CALLS` regions."""
+    pattern = re.compile(rf"{re.escape(opener)}(.*?)(?:{re.escape(closer)}|\Z)", re.DOTALL)
+    return [match.group(1) for match in matches(pattern, text)]
 
 
 def prefixed_calls(text: str, pattern: re.Pattern[str]) -> list[ToolCall]:
@@ -291,11 +332,8 @@ def whole_answer_calls(text: str, tool_names: Iterable[str] | None = None) -> li
     value = decode_json(text) if text[:1] in "[{" else None
     if value is not None:
         items = value if isinstance(value, list) else [value]
-        if items and all(isinstance(item, Mapping) and ("arguments" in item or "parameters" in item
-                                                        or isinstance(item.get("function"), Mapping)) for item in items):
-            calls = calls_in_values([value])
-            return calls if len(calls) == len(items) else []
-        return []
+        calls = calls_in_values(items) if all(map(is_call_object, items)) else []
+        return calls if len(calls) == len(items) else []
     known = frozenset(tool_names or ())
     calls = python_calls_in(text) if known else []
     return calls if calls and all(name in known for name, _ in calls) else []

@@ -1,8 +1,5 @@
-"""Kept in Python: it reads every syntax anywhere in the text, JSON call objects in prose included, which no
-marker delimits.
-
-The generic reader (registered as ``json``): every syntax below, anywhere in the text, JSON call objects
-inside prose included. Never chosen from a template or a text's markers (prose holding a JSON object with
+"""Kept in Python: the generic reader (registered as ``json``) reads every syntax below anywhere in the text,
+JSON call objects inside prose included, which no marker delimits. Never chosen from a template or a text's markers (prose holding a JSON object with
 a "name" key would become a call); chosen by name, where the prompt itself asks for JSON calls (the
 agent's ``text`` tool format) or with ``--tool-parser json``:
 

@@ -14,23 +14,8 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from apibank.generate.toolcalls.generic import MAX_CALLS, ToolCall, python_calls_in, python_spelling
+from apibank.generate.toolcalls.generic import MAX_CALLS, ToolCall, python_calls_in, python_spelling, regions
 from apibank.generate.toolcalls.registry import Reader, Schemas
-
-
-def blocks(text: str, opener: str, closer: str) -> list[str]:
-    """The text after each ``opener`` up to the next ``closer`` (or the end: a model cut off by its token
-    limit), left to right, in linear time; at most MAX_CALLS blocks."""
-    found: list[str] = []
-    position = text.find(opener)
-    while position >= 0 and len(found) < MAX_CALLS:
-        start = position + len(opener)
-        end = text.find(closer, start)
-        found.append(text[start:] if end < 0 else text[start:end])
-        if end < 0:
-            break
-        position = text.find(opener, end + len(closer))
-    return found
 
 
 def typed(name: str, arguments: dict[str, Any], schemas: Schemas | None) -> dict[str, Any]:
@@ -49,7 +34,7 @@ def typed(name: str, arguments: dict[str, Any], schemas: Schemas | None) -> dict
 
 def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
     calls: list[ToolCall] = []
-    for block in blocks(text, "<function_calls>", "</function_calls>"):
+    for block in regions(text, "<function_calls>", "</function_calls>"):
         for line in block.splitlines():
             for name, arguments in python_calls_in(python_spelling(line)) if line.strip() else ():
                 calls.append((name, typed(name, arguments, schemas) if isinstance(arguments, dict) else arguments))

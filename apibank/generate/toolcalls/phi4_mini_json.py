@@ -4,20 +4,15 @@ transformers content parser reads Python literals outside a call list).
 Phi-4-mini: ``functools[{"name": ..., "arguments": {...}}, ...]``.
 
 vLLM's Phi-4-mini template shows earlier calls as ``{"name": ..., "arguments": {'k': 'v'}}`` (a Python
-dict), and a model imitates its history: chosen from the template, call objects written so (JSON or
-Python literals, never evaluated) are read too."""
+dict), and a model imitates its history: chosen from the template, an answer that is nothing but call
+objects written so (JSON or Python literals, never evaluated) is read too; such objects inside prose are not."""
 
 from __future__ import annotations
 
 import re
 
 from apibank.generate.toolcalls.generic import (
-    ToolCall,
-    balanced_spans,
-    calls_in_values,
-    decode_literal,
-    matches,
-    object_after,
+    ToolCall, calls_in_values, decode_literal, matches, object_after, sole_values,
 )
 from apibank.generate.toolcalls.registry import Reader, Schemas
 
@@ -32,8 +27,7 @@ def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
             calls += calls_in_values([value])
     if calls:
         return calls
-    values = (decode_literal(text[start:end]) for start, end in balanced_spans(text, openers="{"))
-    return calls_in_values(value for value in values if value is not None)
+    return calls_in_values(sole_values(text, decode_literal))
 
 
 READERS = (Reader("phi4_mini_json", read, priority=45, template_markers=(("functools",), ("<|tool|>", "<|/tool|>")),

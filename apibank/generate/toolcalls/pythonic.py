@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 from apibank.generate.toolcalls.generic import (
-    FENCE, ToolCall, balanced_spans, matches, python_calls_in, python_spelling, python_style_calls,
+    FENCE, ToolCall, balanced_spans, declared_types, python_calls_in, python_spelling, python_style_calls, regions,
 )
 from apibank.generate.toolcalls.registry import Reader, Schemas
 from apibank.notation import MAX_CALL_CHARS
@@ -71,6 +71,18 @@ def bare_calls(source: str) -> list[ToolCall]:
     return calls
 
 
+def _as_written(calls: list[ToolCall], source: str, schemas: Schemas | None) -> list[ToolCall]:
+    """``calls`` read from the list ``source``, where a value the tool's schema declares a string was written
+    unquoted (ToolACE: ``id=78901234``, ``lon=74.0060``, ``flag=True``) taken as the text written, as the
+    families that write bare values read it, not as the number or boolean Python makes of it."""
+    written = bare_calls(source) if schemas else []
+    if len(written) != len(calls):
+        return calls
+    return [(name, {key: as_text.get(key, value) if not isinstance(value, str)
+                    and declared_types(schemas, name, key) == {"string"} else value for key, value in arguments.items()})
+            if isinstance(arguments, dict) else (name, arguments) for (name, arguments), (_, as_text) in zip(calls, written)]
+
+
 def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
     text = text.replace("<|python_start|>", "").replace("<|python_end|>", "")
     calls: list[ToolCall] = []
@@ -83,23 +95,19 @@ def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
     if 0 <= first < last:
         calls = python_calls_in(text[first:last + 1])
         if calls:
-            return calls
+            return _as_written(calls, text[first:last + 1], schemas)
     for start, end in balanced_spans(text, openers="["):
-        calls += python_calls_in(text[start:end]) or bare_calls(text[start:end])
+        found = python_calls_in(text[start:end])
+        calls += _as_written(found, text[start:end], schemas) if found else bare_calls(text[start:end])
     if calls or not schemas:
         return calls
     return python_style_calls(text, frozenset(schemas))
 
 
-_LFM2_REGION = re.compile(r"<\|tool_call_start\|>(.*?)(?:<\|tool_call_end\|>|\Z)", re.DOTALL)
-
-
 def read_lfm2(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
     """The lists between LFM2's call markers only: a list in its prose is no call."""
-    calls: list[ToolCall] = []
-    for region in matches(_LFM2_REGION, text):
-        calls += read(python_spelling(region.group(1)))
-    return calls
+    return [call for region in regions(text, "<|tool_call_start|>", "<|tool_call_end|>")
+            for call in read(python_spelling(region))]
 
 
 _LIST_START = re.compile(r"\A\s*(?:<\|python_start\|>\s*)?\[\s*[A-Za-z_][\w.]*\(")

@@ -24,7 +24,7 @@ from typing import Any, Callable, Mapping
 
 from apibank.generate.backends.registry import Registry, UnknownName, unknown_message
 from apibank.generate.toolcalls.engine import compile_template, template_calls
-from apibank.generate.toolcalls.generic import ToolCall
+from apibank.generate.toolcalls.generic import ToolCall, declared_types
 
 Schemas = Mapping[str, Mapping[str, Any]]  # tool name -> its JSON-schema ``parameters``
 
@@ -65,23 +65,23 @@ class Reader:
 MODULES = ("pythonic", "llama3_json", "xlam", "phi4_mini_json", "functions_prefix", "json_anywhere", "olmo3", "apertus")
 
 
+def _strings(values: Any) -> bool:
+    return isinstance(values, list) and all(isinstance(value, str) and value for value in values)
+
+
 def _checked(spec: Any, source: str) -> dict[str, Any]:
     if not isinstance(spec, dict):
         raise ValueError(f"{source}: a spec is a JSON object, not {type(spec).__name__}")
-    missing = sorted(set(SPEC_KEYS) - set(spec))
-    unknown = sorted(set(spec) - set(SPEC_KEYS) - set(OPTIONAL_SPEC_KEYS))
+    missing, unknown = sorted(set(SPEC_KEYS) - set(spec)), sorted(set(spec) - set(SPEC_KEYS) - set(OPTIONAL_SPEC_KEYS))
     if missing or unknown:
         raise ValueError(f"{source}: keys missing {missing}, unknown {unknown} (see specs/README.md)")
     for key, kind in {**SPEC_KEYS, **OPTIONAL_SPEC_KEYS}.items():
         if key in spec and (not isinstance(spec[key], kind) or (kind is int and isinstance(spec[key], bool))):
             raise ValueError(f"{source}: {key!r} must be a {kind.__name__}")
-    if not spec["name"] or not all(isinstance(alias, str) and alias for alias in spec["aliases"]):
-        raise ValueError(f"{source}: the name and each alias must be non-empty strings")
-    groups = spec["template_markers"]
-    if not all(isinstance(group, list) and group and all(isinstance(m, str) and m for m in group) for group in groups):
+    if not spec["name"] or not _strings(spec["aliases"]) or not _strings(spec.get("call_fields", [])):
+        raise ValueError(f"{source}: the name, each alias and each call field must be non-empty strings")
+    if not all(group and _strings(group) for group in spec["template_markers"]):
         raise ValueError(f"{source}: 'template_markers' is a list of non-empty lists of strings")
-    if not all(isinstance(field_name, str) for field_name in spec.get("call_fields", ())):
-        raise ValueError(f"{source}: 'call_fields' is a list of field names")
     return spec
 
 
@@ -109,13 +109,6 @@ def _read_spec(text: str, schemas: Schemas | None = None, *, template: Any, call
     return [_as_text_unless_typed(call, schemas) for call in calls] if typed else calls
 
 
-def _declared_types(schemas: Schemas | None, name: str, key: str) -> set[str]:
-    properties = ((schemas or {}).get(name) or {}).get("properties")
-    declared = properties.get(key, {}).get("type") if isinstance(properties, Mapping) and isinstance(
-        properties.get(key), Mapping) else None
-    return {declared} if isinstance(declared, str) else set(declared) if isinstance(declared, list) else set()
-
-
 def _as_text_unless_typed(call: ToolCall, schemas: Schemas | None) -> ToolCall:
     """A bare-text value stays the text written unless the tool's schema types it: transformers before 5.20
     decodes every bare value that reads as JSON (``1`` for "1"), 5.20 on keeps it text, and vLLM 0.32 pins
@@ -123,7 +116,7 @@ def _as_text_unless_typed(call: ToolCall, schemas: Schemas | None) -> ToolCall:
     name, arguments = call
     if not isinstance(arguments, dict):
         return call
-    return name, {key: value if isinstance(value, str) or _declared_types(schemas, name, key) - {"string"}
+    return name, {key: value if isinstance(value, str) or declared_types(schemas, name, key) - {"string"}
                   else json.dumps(value, ensure_ascii=False) for key, value in arguments.items()}
 
 
