@@ -35,10 +35,9 @@ TOOLS_ADAPTATIONS = {
     "ministral-3-reasoning": {"calls-as-text", "merge-consecutive", "tool-results-as-user"},
 }
 # Families that think before answering with their default options (the manifest's "thinking" field).
-# The templates detected as thinking. Kimi-K2-Thinking, MiMo-VL, Apriel 1.6 and Ministral 3 Reasoning always
-# think but write neither an opening marker into the generation prompt nor a switch: not detected (docs).
+# The templates detected as thinking. MiMo-VL always thinks but its template shows no trace of it: not detected (docs).
 THINKING = {"qwen3", "qwen3-8b", "qwq", "gpt-oss", "deepseek-r1-distill", "glm-4.6", "smollm3", "seed-oss", "glm-4.7",
-            "step-3.5", "minimax-m2"}
+            "step-3.5", "minimax-m2", "kimi-k2-thinking", "apriel-1.6", "ministral-3-reasoning"}
 
 
 @pytest.fixture(scope="module")
@@ -114,6 +113,11 @@ def test_templates_that_print_dicts_as_python_get_json_text_arguments(tokenizer,
     ("deepseek-v3.1", {"thinking": True}, True),
     ("gemma-4", {"enable_thinking": True}, True),
     ("smollm3", {"enable_thinking": False}, False),
+    # always thinking, with no switch: the default system prompt shows the block, or earlier turns' reasoning is kept
+    ("ministral-3-reasoning", {}, True), ("kimi-k2-thinking", {}, True), ("apriel-1.6", {}, True),
+    # a thinking mode that is off unless switched on, and none at all
+    ("granite-3.3", {}, False), ("deepseek-v3.1", {}, False), ("deepseek-v3.2", {}, False), ("gemma-4", {}, False),
+    ("qwen2.5", {}, False), ("qwen3-coder", {}, False), ("apertus", {}, False),
 ])
 def test_template_options_switch_thinking(tokenizer, family, kwargs, thinks):
     assert (renderer(tokenizer, family, kwargs).thinking("tools") is not None) is thinks

@@ -26,6 +26,8 @@ from apibank.generate.templates.probes import (
     probe_schema,
 )
 from apibank.generate.toolcalls.reasoning import (
+    BLOCKS,
+    MODE_VARIABLE,
     THINKING_CLOSERS,
     THINKING_OPENERS,
     THINKING_SWITCHES,
@@ -110,7 +112,11 @@ class TemplateAdapter:
         """Why a model given this template thinks before it answers, or None when it does not: the
         generation prompt opens a thinking block, switches thinking on (``<|think|>``, ``/think``), or the
         template has a thinking mode that the prompt leaves on (Qwen3's ``enable_thinking``, GPT-OSS's
-        analysis channel); a prompt that closes an empty thinking block turns it off."""
+        analysis channel); the default prompt shows the model its reasoning block (Ministral 3 Reasoning's
+        system message); or the template keeps earlier turns' reasoning and has no variable to select a
+        thinking mode (Kimi-K2-Thinking, Apriel 1.6: the model always thinks). A prompt that closes an empty
+        thinking block turns it off. A model that thinks although its template shows no trace of it (MiMo-VL)
+        is not seen: pass ``--thinking-budget``."""
         try:
             prompt = self._render_fn([dict(USER_TURN)], None)
         except Exception:
@@ -127,6 +133,11 @@ class TemplateAdapter:
             return "harmony format: the model writes its analysis channel before the answer"
         if any(opener in text for opener in _OPEN_THINKING) and any(switch in text for switch in _THINKING_SWITCHES):
             return "the template thinks unless its thinking switch turns it off (enable_thinking, thinking_budget)"
+        shown = prompt.replace(USER_TEXT, "")
+        if any(block.opener_re.search(shown) and block.closer_re.search(shown) for block in BLOCKS if not block.shared_closer):
+            return "the default prompt tells the model to think in its reasoning block first"
+        if (any(closer in text for closer in _CLOSED_THINKING) or "reasoning_content" in text) and not MODE_VARIABLE.search(text):
+            return "the template keeps earlier turns' reasoning and has no switch to turn thinking off"
         return None
 
     def _probed_names(self) -> tuple[str, ...]:

@@ -64,6 +64,9 @@ THINKING_OPENERS = tuple(opener for block in BLOCKS for opener in block.openers)
 THINKING_CLOSERS = tuple(closer for block in BLOCKS if not block.shared_closer for closer in block.closers)
 # Template variables that switch a thinking mode (Qwen3's enable_thinking, Seed-OSS's thinking_budget).
 THINKING_SWITCHES = tuple(MARKERS["switches"])
+# Template variables that select a thinking mode at all (DeepSeek's ``thinking``, GPT-OSS's ``reasoning_effort``), as
+# variables: not inside quotes or a tag (``block['thinking']``, ``<thinking>``).
+MODE_VARIABLE = re.compile(r"(?<![\w'\"<])(?:%s)(?![\w'\">])" % "|".join(map(re.escape, MARKERS["mode_variables"])))
 
 _HARMONY_FINAL = re.compile(r"<\|channel\|>\s*final\s*(?:<\|constrain\|>\s*\S*\s*)?<\|message\|>(.*?)"
                             r"(?:<\|return\|>|<\|end\|>|<\|call\|>|$)", re.DOTALL)
