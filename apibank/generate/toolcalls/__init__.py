@@ -33,13 +33,7 @@ from apibank.generate.toolcalls.generic import (
 )
 from apibank.generate.toolcalls.reasoning import answer_of, split_reasoning
 from apibank.generate.toolcalls.registry import (
-    READERS,
-    Reader,
-    UnknownName,
-    get_reader,
-    reader_for_template,
-    reader_for_text,
-    reader_names,
+    READERS, Reader, UnknownName, get_reader, reader_for_template, reader_for_text, reader_names,
 )
 from apibank.generate.toolcalls.json_anywhere import calls_in_text  # after the registry: it loads the readers
 
