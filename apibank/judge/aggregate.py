@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from apibank_tools.base import Record
 from apibank_tools.retrieval import found_tool
@@ -37,6 +37,42 @@ def _level_name(level: int) -> str:
     return f"level-{level}"
 
 
+ApiRow = tuple[bool, "str | None", str, Any]  # an API row's verdict, error category, gold API name and dialogue
+Response = tuple[float, float, "str | None"]  # a response's ROUGE-L, rouge-score's ROUGE-L and flag
+Extra = Callable[[int, list[ApiRow], list[Response]], dict[str, Any]]
+
+
+def _by_level(rows: dict[int, tuple[list[ApiRow], list[Response]]], extra: Extra | None = None) -> dict[str, Any]:
+    """Each level's figures (API-call accuracy, the mean ROUGE-L of its responses, errors by category, and
+    dialogue accuracy where the level counts it) and the figures pooled over them (``overall``); ``extra``
+    adds a level's own figures after its errors."""
+    out: dict[str, Any] = {}
+    pooled_api, pooled_rouge, pooled_rouge_score = [0, 0], [], []
+    for level, (api, responses) in sorted(rows.items()):
+        correct = sum(ok for ok, *_ in api)
+        rouge, rouge_score = [response[0] for response in responses], [response[1] for response in responses]
+        errors = Counter(category or "UNCATEGORISED" for ok, category, *_ in api if not ok)
+        block: dict[str, Any] = {
+            "api": {"correct": correct, "total": len(api), "accuracy": _ratio(correct, len(api))},
+            "response": {"rouge_l": _mean(rouge), "count": len(responses), "rouge_l_rougescore": _mean(rouge_score)},
+            "errors": dict(sorted(errors.items())),
+            **(extra(level, api, responses) if extra else {}),
+        }
+        if level_spec(level).dialogue_accuracy:
+            dialogues: dict[Any, bool] = {}
+            for ok, _, _, dialogue in api:
+                dialogues[dialogue] = dialogues.get(dialogue, True) and ok
+            good = sum(dialogues.values())
+            block["dialogues"] = {"correct": good, "total": len(dialogues), "accuracy": _ratio(good, len(dialogues))}
+        out[_level_name(level)] = block
+        pooled_api[0] += correct
+        pooled_api[1] += len(api)
+        pooled_rouge += rouge
+        pooled_rouge_score += rouge_score
+    out["overall"] = _overall(pooled_api, pooled_rouge, pooled_rouge_score)
+    return out
+
+
 def aggregate(
     protocol: str,
     references: list[dict[str, Any]],
@@ -44,54 +80,29 @@ def aggregate(
     responses: dict[int, tuple[float, float, str | None]],
     searcher_figures: dict[int, dict[str, int]] | None,
 ) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    levels = sorted({reference["level"] for reference in references})
-    all_api = [0, 0]
-    all_rouge: list[float] = []
-    all_rouge_score: list[float] = []
-    for level in levels:
-        rows = [(i, r) for i, r in enumerate(references) if r["level"] == level]
-        api_rows = [(i, r) for i, r in rows if r["kind"] == "api"]
-        response_rows = [i for i, r in rows if r["kind"] == "response"]
-        correct = sum(verdicts[i].correct for i, _ in api_rows)
-        errors = Counter(verdicts[i].category or "UNCATEGORISED" for i, _ in api_rows if not verdicts[i].correct)
-        by_api = Counter(r["gold"]["api_name"] for i, r in api_rows if not verdicts[i].correct)
-        rouge_values = [responses[i][0] for i in response_rows]
-        rouge_score_values = [responses[i][1] for i in response_rows]
-        flags = Counter(responses[i][2] for i in response_rows if responses[i][2])
-        block: dict[str, Any] = {
-            "api": {"correct": correct, "total": len(api_rows), "accuracy": _ratio(correct, len(api_rows))},
-            "response": {
-                "rouge_l": _mean(rouge_values),
-                "count": len(response_rows),
-                "rouge_l_rougescore": _mean(rouge_score_values),
-            },
-            "errors": dict(sorted(errors.items())),
-            "errors_by_api": dict(sorted(by_api.items(), key=lambda kv: (-kv[1], kv[0]))),
-            "response_flags": dict(sorted(flags.items())),
-        }
-        if level_spec(level).dialogue_accuracy:
-            dialogues: dict[int, bool] = {}
-            for i, r in api_rows:
-                dialogues[r["sample_id"]] = dialogues.get(r["sample_id"], True) and verdicts[i].correct
-            good = sum(dialogues.values())
-            block["dialogues"] = {"correct": good, "total": len(dialogues), "accuracy": _ratio(good, len(dialogues))}
-            if protocol == "paper":
-                block["toolsearcher_errors"] = sum(
-                    1
-                    for i, r in api_rows
-                    if r["gold"]["api_name"] == SEARCHER
-                    and not verdicts[i].correct
-                    and verdicts[i].category not in EXECUTION_CATEGORIES
-                )
+    rows: dict[int, tuple[list[ApiRow], list[Response]]] = {}
+    for i, reference in enumerate(references):
+        api, answers = rows.setdefault(reference["level"], ([], []))
+        if reference["kind"] == "api":
+            verdict = verdicts[i]
+            api.append((verdict.correct, verdict.category, reference["gold"]["api_name"], reference["sample_id"]))
+        elif reference["kind"] == "response":
+            answers.append(responses[i])
+
+    def failures(level: int, api: list[ApiRow], answers: list[Response]) -> dict[str, Any]:
+        by_api = Counter(name for ok, _, name, _ in api if not ok)
+        flags = Counter(flag for _, _, flag in answers if flag)
+        return {"errors_by_api": dict(sorted(by_api.items(), key=lambda kv: (-kv[1], kv[0]))),
+                "response_flags": dict(sorted(flags.items()))}
+
+    out = _by_level(rows, failures)
+    for level, (api, _) in rows.items():
+        block = out[_level_name(level)]
+        if level_spec(level).dialogue_accuracy and protocol == "paper":
+            block["toolsearcher_errors"] = sum(1 for ok, category, name, _ in api if name == SEARCHER and not ok
+                                               and category not in EXECUTION_CATEGORIES)
         if searcher_figures is not None and level in searcher_figures:
             block["toolsearcher"] = searcher_figures[level]
-        out[_level_name(level)] = block
-        all_api[0] += correct
-        all_api[1] += len(api_rows)
-        all_rouge += rouge_values
-        all_rouge_score += rouge_score_values
-    out["overall"] = _overall(all_api, all_rouge, all_rouge_score)
     return out
 
 
@@ -152,35 +163,14 @@ def aggregate_details(details: list[Mapping[str, Any]]) -> dict[str, Any]:
     API rows among ``details`` are."""
     out: dict[str, Any] = {}
     for protocol in dict.fromkeys(str(entry["protocol"]) for entry in details):
-        entries = [entry for entry in details if entry["protocol"] == protocol]
-        blocks: dict[str, Any] = {}
-        pooled_api, pooled_rouge, pooled_rouge_score = [0, 0], [], []
-        for level in sorted({int(entry["level"]) for entry in entries}):
-            api = [entry for entry in entries if int(entry["level"]) == level and entry["kind"] == "api"]
-            responses = [entry for entry in entries if int(entry["level"]) == level and entry["kind"] == "response"]
-            correct = sum(bool(entry.get("verdict")) for entry in api)
-            rouge = [float(entry.get("score") or 0.0) for entry in responses]
-            rouge_score = [float(entry.get("score_rougescore") or 0.0) for entry in responses]
-            errors = Counter(entry.get("category") or "UNCATEGORISED" for entry in api if not entry.get("verdict"))
-            block: dict[str, Any] = {
-                "api": {"correct": correct, "total": len(api), "accuracy": _ratio(correct, len(api))},
-                "response": {"rouge_l": _mean(rouge), "count": len(responses),
-                             "rouge_l_rougescore": _mean(rouge_score)},
-                "errors": dict(sorted(errors.items())),
-            }
-            if level_spec(level).dialogue_accuracy:
-                dialogues: dict[str, bool] = {}
-                for entry in api:
-                    name = dialogue_of(entry["id"])
-                    dialogues[name] = dialogues.get(name, True) and bool(entry.get("verdict"))
-                good = sum(dialogues.values())
-                block["dialogues"] = {"correct": good, "total": len(dialogues),
-                                      "accuracy": _ratio(good, len(dialogues))}
-            blocks[_level_name(level)] = block
-            pooled_api[0] += correct
-            pooled_api[1] += len(api)
-            pooled_rouge += rouge
-            pooled_rouge_score += rouge_score
-        blocks["overall"] = _overall(pooled_api, pooled_rouge, pooled_rouge_score)
-        out[protocol] = blocks
+        rows: dict[int, tuple[list[ApiRow], list[Response]]] = {}
+        for entry in details:
+            if entry["protocol"] != protocol:
+                continue
+            api, responses = rows.setdefault(int(entry["level"]), ([], []))
+            if entry["kind"] == "api":
+                api.append((bool(entry.get("verdict")), entry.get("category"), "", dialogue_of(entry["id"])))
+            elif entry["kind"] == "response":
+                responses.append((float(entry.get("score") or 0.0), float(entry.get("score_rougescore") or 0.0), None))
+        out[protocol] = _by_level(rows)
     return out
