@@ -356,6 +356,8 @@ def test_vllm_reads_each_family_as_the_package_does_but_the_recorded_disagreemen
     assert len(api_rows) == 779
     found = compare(family, api_rows, base_tokenizer)
     recorded = [group for group in record["disagreements"] if group["family"] == family]
+    if found.get("unavailable") and not record["families"][family].get("unavailable"):
+        pytest.skip(f"{family}: {found['unavailable']} (.ci/vllm-cpu installs what vLLM's parser imports)")
     assert found["texts"] == record["families"][family]["texts"]
     assert found.get("unavailable") == record["families"][family].get("unavailable")
     by_key = {_key(entry): entry for entry in found["disagreements"]}
