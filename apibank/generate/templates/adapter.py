@@ -114,7 +114,7 @@ class TemplateAdapter:
         template has a thinking mode that the prompt leaves on (Qwen3's ``enable_thinking``, GPT-OSS's
         analysis channel); the default prompt shows the model its reasoning block (Ministral 3 Reasoning's
         system message); or the template keeps earlier turns' reasoning and has no variable to select a
-        thinking mode (Kimi-K2-Thinking, Apriel 1.6: the model always thinks). A prompt that closes an empty
+        thinking mode (Kimi-K2-Thinking: the model always thinks). A prompt that closes an empty
         thinking block turns it off. A model that thinks although its template shows no trace of it (MiMo-VL)
         is not seen: pass ``--thinking-budget``."""
         try:

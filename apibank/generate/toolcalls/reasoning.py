@@ -6,7 +6,8 @@ a model that thinks ``{"name": "QueryMeeting", ...}`` before answering in prose 
 The blocks recognised (:data:`BLOCKS`) are data, ``reasoning_markers.json`` beside this module: the start
 and end markers of every reasoning parser vLLM 0.32.0 registers (``<think>`` ... ``</think>`` for most,
 Seed's ``<seed:think>``, Mistral's ``[THINK]``, Cohere's ``<|START_THINKING|>``, GPT-OSS's analysis
-channel, ...), each with the vLLM parsers that use it. A family whose template opens the block in the
+channel, ...), each with the vLLM parsers that use it, and Apriel 1.6's, which vLLM has no parser for (its
+template opens ``Here are my reasoning steps:`` in the prompt; the answer follows ``[BEGIN FINAL RESPONSE]``). A family whose template opens the block in the
 prompt (``<|im_start|>assistant\n<think>\n``) has ``prefilled`` markers: a closing marker with no opening
 one before it ends a block that began the output. The same markers tell whether a chat template makes its
 model think (:data:`THINKING_OPENERS`, :data:`THINKING_CLOSERS`, :data:`THINKING_SWITCHES`, read by
