@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from typing import Mapping
 
-from apibank.generate.toolcalls.generic import MAX_CALLS, ToolCall, decode_json, regions
-from apibank.generate.toolcalls.olmo3 import typed
+from apibank.generate.toolcalls.generic import MAX_CALLS, ToolCall, decode_json, regions, typed
 from apibank.generate.toolcalls.registry import Reader, Schemas
+
 
 def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
     calls: list[ToolCall] = []

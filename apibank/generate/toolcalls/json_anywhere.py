@@ -19,13 +19,7 @@ import html
 from typing import Iterable
 
 from apibank.generate.toolcalls.generic import (
-    ESCAPED,
-    MAX_TEXT_CHARS,
-    ToolCall,
-    calls_in_values,
-    json_values,
-    prefixed_calls,
-    python_style_calls,
+    ESCAPED, MAX_TEXT_CHARS, ToolCall, calls_in_values, json_values, prefixed_calls, python_style_calls,
 )
 from apibank.generate.toolcalls.functions_prefix import read as functions_prefix_calls
 from apibank.generate.toolcalls.llama3_json import CALL_HEAD

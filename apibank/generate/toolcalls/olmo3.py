@@ -12,24 +12,9 @@ literals (``true``, ``null``) first spelt as Python's.
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
 
-from apibank.generate.toolcalls.generic import MAX_CALLS, ToolCall, python_calls_in, python_spelling, regions
+from apibank.generate.toolcalls.generic import MAX_CALLS, ToolCall, python_calls_in, python_spelling, regions, typed
 from apibank.generate.toolcalls.registry import Reader, Schemas
-
-
-def typed(name: str, arguments: dict[str, Any], schemas: Schemas | None) -> dict[str, Any]:
-    """String values typed by the tool's schema with transformers' own rule, the one its engine applies to
-    the spec files' calls (``"1"`` for an integer is 1, ``"True"`` for a boolean is True), so that every
-    family reads a call alike."""
-    from transformers.utils.chat_parsing.response_parser import _coerce, _schema_types
-
-    parameters = (schemas or {}).get(name)
-    properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
-    if not isinstance(properties, Mapping):
-        return arguments
-    return {key: _coerce(value, types) if isinstance(value, str) and (types := _schema_types(properties.get(key)))
-            and "string" not in types else value for key, value in arguments.items()}
 
 
 def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
