@@ -1,7 +1,7 @@
 """Kept in Python: transformers' ``python-call-list`` parser reads strict lists only, and these families
 write beyond it (ToolACE's template prints values unquoted, ``k=Paris``: of the 779 gold calls ToolACE's
-template renders, that parser reads 7 back exactly, this module 721; fenced blocks and bare calls of offered
-tools have no list at all).
+template renders, that parser reads 7 back exactly, this module 734 with the rows' tools; fenced blocks and
+bare calls of offered tools have no list at all).
 
 LFM2 and LFM2.5 write the same list between ``<|tool_call_start|>`` and ``<|tool_call_end|>``: read here too,
 since transformers' ``python-call-list`` content parser arrived after the transformers that vLLM 0.32 pins
