@@ -102,7 +102,7 @@ def calls_read(template: str, entry: dict[str, Any], rows: list[dict[str, Any]])
         def write(call: tuple[str, dict[str, Any]]) -> str:
             return WRITERS[reader.name]([call])
         written = "documented format"
-    from apibank.generate.toolcalls.generic import typed
+    from support.native_calls import typed
 
     exact = 0
     for row in api_rows:

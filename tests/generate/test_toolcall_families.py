@@ -14,10 +14,9 @@ from apibank.generate.conversation import tool_schema
 from apibank.generate.toolcalls import (
     READERS, answer_of, get_reader, read_calls, read_tool_calls, reader_for_template, reader_names,
 )
-from apibank.generate.toolcalls.generic import typed
 from apibank.generate.toolcalls.reasoning import BLOCKS, MARKERS
 from apibank.notation import call_text, parse_request
-from support.native_calls import BARE_JSON, SINGLE_CALL, UNMARKED, WRITERS, Call
+from support.native_calls import BARE_JSON, SINGLE_CALL, UNMARKED, WRITERS, Call, typed
 from support.paths import REAL_TEMPLATES_DIR, REPO
 from support.template_calls import MANIFEST, RENDERING, SHIPPED, USER, render, rendered_output
 

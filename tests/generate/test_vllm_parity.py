@@ -183,7 +183,7 @@ class VllmReader:
 
 def typed_calls(calls: list[Call], tools: list[dict[str, Any]]) -> list[Call]:
     """The calls with their string values typed by the offered tools' schemas, as the package reads them."""
-    from apibank.generate.toolcalls.generic import typed
+    from support.native_calls import typed
 
     schemas = {tool["function"]["name"]: tool["function"]["parameters"] for tool in tools}
     return [(name, typed(name, dict(arguments), schemas)) for name, arguments in calls]

@@ -13,6 +13,18 @@ from typing import Any
 
 
 Call = tuple[str, dict[str, Any]]
+
+
+def typed(name: str, arguments: dict[str, Any], schemas: dict[str, Any] | None) -> dict[str, Any]:
+    """String values typed by the tool's schema with transformers' own rule, the one its engine applies to the
+    values a family writes as bare text (``"1"`` for an integer is 1, ``"True"`` for a boolean is True)."""
+    from transformers.utils.chat_parsing.response_parser import _coerce, _schema_types
+
+    properties = ((schemas or {}).get(name) or {}).get("properties")
+    if not isinstance(properties, dict):
+        return arguments
+    return {key: _coerce(value, types) if isinstance(value, str) and (types := _schema_types(properties.get(key)))
+            and "string" not in types else value for key, value in arguments.items()}
 QUOTE = '<|"|>'  # Gemma 4's string mark
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Mapping
 
-from apibank.generate.toolcalls.generic import MAX_CALLS, ToolCall, decode_json, regions, typed
+from apibank.generate.toolcalls.generic import MAX_CALLS, ToolCall, decode_json, regions
 from apibank.generate.toolcalls.registry import Reader, Schemas
 
 
@@ -23,7 +23,7 @@ def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
             if isinstance(item, Mapping) and len(item) == 1:
                 name, arguments = next(iter(item.items()))
                 if isinstance(name, str) and name and isinstance(arguments, Mapping):
-                    calls.append((name, typed(name, dict(arguments), schemas)))
+                    calls.append((name, dict(arguments)))
     return calls[:MAX_CALLS]
 
 

@@ -88,18 +88,6 @@ def declared_types(schemas: Mapping[str, Mapping[str, Any]] | None, name: str, k
     return {declared} if isinstance(declared, str) else set(declared) if isinstance(declared, list) else set()
 
 
-def typed(name: str, arguments: dict[str, Any], schemas: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Any]:
-    """String values typed by the tool's schema with transformers' own rule, the one its engine applies to the
-    spec files' calls (``"1"`` for an integer is 1, ``"True"`` for a boolean is True): every family alike."""
-    from transformers.utils.chat_parsing.response_parser import _coerce, _schema_types
-
-    properties = ((schemas or {}).get(name) or {}).get("properties")
-    if not isinstance(properties, Mapping):
-        return arguments
-    return {key: _coerce(value, types) if isinstance(value, str) and (types := _schema_types(properties.get(key)))
-            and "string" not in types else value for key, value in arguments.items()}
-
-
 def calls_from_message(tool_calls: Any) -> list[ToolCall]:
     """Tool calls of a parsed/served assistant message (OpenAI shape); malformed entries are skipped."""
     if not isinstance(tool_calls, list):

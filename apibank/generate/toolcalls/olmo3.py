@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from apibank.generate.toolcalls.generic import MAX_CALLS, ToolCall, python_calls_in, python_spelling, regions, typed
+from apibank.generate.toolcalls.generic import MAX_CALLS, ToolCall, python_calls_in, python_spelling, regions
 from apibank.generate.toolcalls.registry import Reader, Schemas
 
 
@@ -21,8 +21,7 @@ def read(text: str, schemas: Schemas | None = None) -> list[ToolCall]:
     calls: list[ToolCall] = []
     for block in regions(text, "<function_calls>", "</function_calls>"):
         for line in block.splitlines():
-            for name, arguments in python_calls_in(python_spelling(line)) if line.strip() else ():
-                calls.append((name, typed(name, arguments, schemas) if isinstance(arguments, dict) else arguments))
+            calls += python_calls_in(python_spelling(line)) if line.strip() else []
     return calls[:MAX_CALLS]
 
 
