@@ -13,6 +13,7 @@ import pytest
 from apibank.generate.backends.gguf_metadata import gguf_chat_template
 from apibank.cli.main import main
 from support.paths import TEMPLATES_DIR as TEMPLATES, whole_message
+from support.refusals import refuse_model_loads
 
 
 
@@ -37,14 +38,7 @@ def _run(capsys, *argv: str) -> tuple[int, str]:
 @pytest.fixture
 def no_model_load(monkeypatch):
     """Loading a model is a test failure: every check must come first."""
-    import apibank.generate.backends as backends
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("a model was loaded before the arguments were checked")
-
-    # pipeline first: imported while the other is patched, it would keep `refuse` after the test
-    monkeypatch.setattr("apibank.pipeline.classic.make_backend", refuse)
-    monkeypatch.setattr(backends, "make_backend", refuse)
+    refuse_model_loads(monkeypatch, "the arguments were checked")
 
 
 MISTAKES = {

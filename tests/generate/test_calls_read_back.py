@@ -8,6 +8,7 @@ import json
 
 import pytest
 from support.paths import REAL_TEMPLATES_DIR, TEMPLATES_DIR
+from support.refusals import refuse_model_loads
 from support.tiny import build_tiny_model, train_tokenizer
 
 from apibank.cli.main import main
@@ -103,16 +104,7 @@ def tiny_model(tmp_path_factory, data_dir):
 @pytest.fixture
 def no_weights(monkeypatch):
     """Loading a model's weights (or a backend at all) is a test failure."""
-    import transformers
-
-    import apibank.generate.backends as backends
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("the model loaded before the calls were read back")
-
-    monkeypatch.setattr("apibank.pipeline.classic.make_backend", refuse)
-    monkeypatch.setattr(backends, "make_backend", refuse)
-    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", refuse)
+    refuse_model_loads(monkeypatch, "the calls were read back", "transformers.AutoModelForCausalLM.from_pretrained")
 
 
 @pytest.mark.parametrize("extra", [[], ["--prompts-only"]], ids=["evaluate", "prompts-only"])

@@ -13,6 +13,7 @@ from apibank.errors import UsageError
 from apibank.generate.decoders.compiled import CompiledDecoder, check_compile_device
 from apibank.generate.decoders.decoding import hand_loop
 from apibank.pipeline import usage_totals
+from support.refusals import refuse_model_loads
 
 
 def _cuda() -> bool:
@@ -38,10 +39,7 @@ def test_compile_is_listed_in_evaluate_help(capsys):
                             "does not take it: drop --compile"),
 ])
 def test_compile_without_cuda_is_one_line_before_loading(extra, expected, tmp_path, capsys, data_dir, monkeypatch):
-    def refuse(*args, **kwargs):
-        raise AssertionError("a model was loaded before the arguments were checked")
-
-    monkeypatch.setattr("apibank.pipeline.classic.make_backend", refuse)
+    refuse_model_loads(monkeypatch, "the arguments were checked")
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text("{}")

@@ -131,14 +131,11 @@ def test_a_template_whose_calls_no_reader_reads_stops_before_the_weights_load(ge
                                                                              capsys, monkeypatch):
     """``--format tools`` with a template whose call markup no reader reads: one line, exit 2, and the GGUF
     file's tokenizer alone was read (after ``cli_run``, from the conversion cache)."""
-    import apibank.generate.backends.loading as loading
     from support.paths import TEMPLATES_DIR
+    from support.refusals import refuse_model_loads
 
-    def refuse(*args, **kwargs):
-        raise AssertionError("the GGUF weights loaded before the calls were read back")
-
-    monkeypatch.setattr(loading, "load_tokenizer_and_model", refuse)
-    monkeypatch.setattr("apibank.pipeline.classic.make_backend", refuse)
+    refuse_model_loads(monkeypatch, "the calls were read back",
+                       "apibank.generate.backends.loading.load_tokenizer_and_model")
     out = tmp_path / "out"
     assert apibank_cli.main(["evaluate", "--model", str(gemma_gguf), "--format", "tools", "--levels", "1",
                              "--data-dir", str(data_dir), "--output", str(out),
